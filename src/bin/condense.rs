@@ -1,0 +1,2 @@
+//! The `condense` CLI (DESIGN.md §7).
+fn main() {}

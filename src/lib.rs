@@ -1,0 +1,70 @@
+//! # condense
+//!
+//! Deterministic context compression and retrieval for LLM agents, in Rust, built natively
+//! and to WebAssembly (the npm package `condense-ctx`). No LLM, no network, no randomness at
+//! run time: the same input and options give the same output on every host.
+//!
+//! | job | entry point | status |
+//! |---|---|---|
+//! | prune tool history before a checkpoint | [`watermark::apply_watermark`], [`watermark::apply_watermark_json`] | ready |
+//! | check a request against a provider's rules | [`message::validate`] | ready |
+//! | compress a conversation to a budget | `compress` | planned |
+//! | hybrid retrieval with result compression | `query` | planned |
+//!
+//! ## Example
+//!
+//! ```
+//! use condense::message::{validate, ValidateOptions};
+//! use condense::watermark::{apply_watermark, WatermarkOptions, WatermarkState};
+//!
+//! let messages: Vec<serde_json::Value> = serde_json::from_str(r#"[
+//!   {"role": "user", "content": "What's in /var/log?"},
+//!   {"role": "assistant", "content": [
+//!     {"type": "text", "text": "Let me look."},
+//!     {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "/var/log"}}]},
+//!   {"role": "user", "content": [
+//!     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "syslog\nauth.log"},
+//!     {"type": "text", "text": "Thanks. New task now."}]},
+//!   {"role": "assistant", "content": [
+//!     {"type": "tool_use", "id": "toolu_2", "name": "mcp__nisaba__deactivate_augments", "input": {}}]},
+//!   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "done"}]}
+//! ]"#)?;
+//!
+//! let out = apply_watermark(&messages, &WatermarkState::default(), &WatermarkOptions::default())?;
+//! assert_eq!(out.state.watermark.as_deref(), Some("toolu_2"));
+//! assert_eq!(out.stats.tool_calls_removed, 1);
+//! // The texts stay, the result is still a valid Anthropic request.
+//! assert_eq!(out.messages[1]["content"][0]["text"], "Let me look.");
+//! assert!(validate(&out.messages, &ValidateOptions::default())?.valid);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Errors and untrusted input
+//!
+//! Every public function returns `Result<_, Error>`; [`Error`] carries a stable code, the JSON
+//! path of the offending field and a reason. Input cannot make the crate panic: malformed
+//! messages, options and state are errors; JSON nested deeper than 128 levels is an
+//! `invalid_json` error. Unknown message fields and block types pass through untouched.
+//!
+//! ## Layout
+//!
+//! - [`message`]: the provider-neutral message model, format detection, the validator.
+//! - [`watermark`]: `applyWatermark`.
+//! - [`text`]: token estimation and text utilities.
+//! - `wasm` (wasm32 only): the wasm-bindgen boundary; converts and delegates.
+
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod error;
+pub mod message;
+pub mod text;
+pub mod watermark;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+pub use error::{Error, ErrorKind};
+
+/// The crate version, as in Cargo.toml.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

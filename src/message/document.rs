@@ -1,0 +1,202 @@
+//! JSON documents that hold messages: a bare array, or a provider request body with a
+//! `messages` array (what a proxy has in hand). Messages stay raw slices of the input, so a
+//! rewrite copies every message it leaves alone byte for byte.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::view::MessageView;
+use crate::error::{join_index, Error, ErrorKind};
+
+/// A parsed JSON document holding messages, with every message kept as raw text.
+#[derive(Debug)]
+pub struct RawDocument<'a> {
+    /// The messages, as raw JSON slices of the input.
+    pub messages: Vec<&'a RawValue>,
+    /// For a request body: every top-level member, in order; the `messages` member's value
+    /// is replaced on output. `None` for a bare array.
+    body: Option<Vec<(Cow<'a, str>, &'a RawValue)>>,
+}
+
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(key) = map.next_key::<Cow<'a, str>>()? {
+                    let value: &'a RawValue = map.next_value()?;
+                    out.push((key, value));
+                }
+                Ok(Members(out))
+            }
+        }
+        deserializer.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+struct Elements<'a>(Vec<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Elements<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Elements<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(16));
+                while let Some(v) = seq.next_element::<&'a RawValue>()? {
+                    out.push(v);
+                }
+                Ok(Elements(out))
+            }
+        }
+        deserializer.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+impl<'a> RawDocument<'a> {
+    /// Parses a document: a JSON array of messages, or an object with a `messages` array.
+    pub fn parse(json: &'a str) -> Result<RawDocument<'a>, Error> {
+        let trimmed = json.trim_start();
+        if trimmed.starts_with('[') {
+            let els: Elements<'a> =
+                serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
+            return Ok(RawDocument {
+                messages: els.0,
+                body: None,
+            });
+        }
+        if !trimmed.starts_with('{') {
+            // Let serde say precisely what is wrong with non-JSON; valid JSON of the wrong
+            // type is an input error.
+            return match serde_json::from_str::<&RawValue>(json) {
+                Err(e) => Err(Error::json("", &e)),
+                Ok(_) => Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    "",
+                    "expected a JSON array of messages or an object with a \"messages\" array",
+                )),
+            };
+        }
+        let members: Members<'a> = serde_json::from_str(json).map_err(|e| Error::json("", &e))?;
+        let Some((_, raw)) = members.0.iter().find(|(k, _)| k == "messages") else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "messages",
+                "the request body has no \"messages\" member",
+            ));
+        };
+        let els: Elements<'a> = serde_json::from_str(raw.get()).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                "messages",
+                "\"messages\" must be an array",
+            )
+        })?;
+        Ok(RawDocument {
+            messages: els.0,
+            body: Some(members.0),
+        })
+    }
+
+    /// Whether the document is a request body (not a bare array).
+    pub fn is_body(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Reads the structural view of every message.
+    pub fn views(&self) -> Result<Vec<MessageView<'a>>, Error> {
+        self.messages
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| MessageView::from_raw(raw, &join_index("messages", i)))
+            .collect()
+    }
+
+    /// Writes the document back with `write_messages` producing the new `messages` array's
+    /// text (brackets included). Every other member of a request body is copied verbatim;
+    /// the output is compact between members.
+    pub fn write(&self, capacity: usize, write_messages: impl FnOnce(&mut String)) -> String {
+        let mut out = String::with_capacity(capacity);
+        match &self.body {
+            None => write_messages(&mut out),
+            Some(members) => {
+                out.push('{');
+                let mut write_messages = Some(write_messages);
+                for (n, (key, value)) in members.iter().enumerate() {
+                    if n > 0 {
+                        out.push(',');
+                    }
+                    push_json_string(&mut out, key);
+                    out.push(':');
+                    // Only the first `messages` member is the document's messages (duplicate
+                    // keys are kept as they are).
+                    match (key.as_ref(), write_messages.take()) {
+                        ("messages", Some(f)) => f(&mut out),
+                        (_, f) => {
+                            write_messages = f;
+                            out.push_str(value.get());
+                        }
+                    }
+                }
+                out.push('}');
+            }
+        }
+        out
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+fn push_json_string(out: &mut String, s: &str) {
+    // serde_json's escaping, so the text is exactly what serde_json would write.
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_and_body() {
+        let doc = RawDocument::parse(r#" [ {"role":"user","content":"a"} ,{"role":"user", "content":"b"}]"#).unwrap();
+        assert!(!doc.is_body());
+        assert_eq!(doc.messages.len(), 2);
+        assert_eq!(doc.messages[1].get(), r#"{"role":"user", "content":"b"}"#);
+
+        let body = r#"{"model":"x","messages":[{"role":"user","content":"a"}],"stream":true}"#;
+        let doc = RawDocument::parse(body).unwrap();
+        assert!(doc.is_body());
+        let out = doc.write(0, |o| o.push_str("[]"));
+        assert_eq!(out, r#"{"model":"x","messages":[],"stream":true}"#);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(RawDocument::parse("[1,").unwrap_err().code(), "invalid_json");
+        assert_eq!(RawDocument::parse("42").unwrap_err().code(), "invalid_input");
+        assert_eq!(RawDocument::parse("{\"a\":1}").unwrap_err().path(), "messages");
+        assert_eq!(
+            RawDocument::parse("{\"messages\":{}}").unwrap_err().code(),
+            "invalid_input"
+        );
+        assert_eq!(RawDocument::parse("nope").unwrap_err().code(), "invalid_json");
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert_eq!(RawDocument::parse(&deep).unwrap_err().code(), "invalid_json");
+    }
+}

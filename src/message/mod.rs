@@ -1,0 +1,142 @@
+//! The provider-neutral message model (DESIGN.md §2).
+//!
+//! Messages stay JSON (`serde_json::Value`, or raw text on the string path): unknown fields and
+//! unknown block types pass through every operation untouched, and key order is kept. What an
+//! operation needs to decide is read into a borrowed [`MessageView`]: role, content shape, block
+//! kinds, tool ids and names.
+//!
+//! - Anthropic Messages: `{role: "user"|"assistant", content: string | Block[]}` with `text`,
+//!   `tool_use`, `tool_result`, `thinking`, `redacted_thinking`, `image`, `document`,
+//!   `server_tool_use` and `*_tool_result` blocks; any other block type passes through.
+//! - OpenAI Chat Completions: `{role: "system"|"developer"|"user"|"assistant"|"tool", content,
+//!   tool_calls?, tool_call_id?, name?}`.
+//!
+//! The shape is detected per message ([`definite_format`]) and for a whole conversation
+//! ([`detect_format`]); [`validate`] checks a provider's rules.
+
+mod document;
+mod model;
+mod validate;
+mod view;
+
+pub use document::RawDocument;
+pub use model::{BlockKind, Format, Role};
+pub use validate::{
+    validate, validate_json, validate_views, ValidateOptions, Validation, Violation,
+    VIOLATION_CODES,
+};
+pub use view::{BlockView, ContentView, FunctionView, MessageView, TextInfo, ToolCallView};
+
+use serde_json::Value;
+
+use crate::error::{join_index, Error, ErrorKind};
+
+/// Reads the view of every message of an array, with paths `messages[i]…` in errors.
+pub fn views_from_values(messages: &[Value]) -> Result<Vec<MessageView<'_>>, Error> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| MessageView::from_value(m, &join_index("messages", i)))
+        .collect()
+}
+
+/// The provider a single message's shape proves, if any.
+///
+/// OpenAI: a `system`/`developer`/`tool` role, `tool_calls`, `tool_call_id`, or an `image_url`
+/// part. Anthropic: `tool_use`, `tool_result`, thinking, `document`, `image` or server-tool
+/// blocks. A plain `{role, content: string}` message fits both and proves nothing.
+pub fn definite_format(view: &MessageView<'_>) -> Option<Format> {
+    if matches!(
+        view.role(),
+        Some(Role::System | Role::Developer | Role::Tool)
+    ) || view.tool_calls.is_some()
+        || view.tool_call_id.is_some()
+    {
+        return Some(Format::OpenAi);
+    }
+    for block in view.blocks() {
+        match block.type_name.as_ref() {
+            "image_url" | "input_audio" | "file" | "refusal" => return Some(Format::OpenAi),
+            _ => {}
+        }
+        match block.kind() {
+            BlockKind::ToolUse
+            | BlockKind::ToolResult
+            | BlockKind::Thinking
+            | BlockKind::RedactedThinking
+            | BlockKind::Document
+            | BlockKind::ServerToolUse
+            | BlockKind::ServerToolResult
+            | BlockKind::Image => return Some(Format::Anthropic),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The first definite format in the conversation, if any.
+pub(crate) fn first_definite_format(views: &[MessageView<'_>]) -> Option<Format> {
+    views.iter().find_map(definite_format)
+}
+
+/// The conversation's format: the one its messages prove; OpenAI when none proves anything
+/// (plain text chats read the same in both). Messages proving both is a
+/// [`ErrorKind::MixedFormat`] error naming the first message that disagrees.
+pub fn detect_format(views: &[MessageView<'_>]) -> Result<Format, Error> {
+    let mut found: Option<(Format, usize)> = None;
+    for (i, view) in views.iter().enumerate() {
+        if let Some(f) = definite_format(view) {
+            match found {
+                None => found = Some((f, i)),
+                Some((g, first)) if g != f => {
+                    return Err(Error::new(
+                        ErrorKind::MixedFormat,
+                        join_index("messages", i),
+                        format!(
+                            "this message has the {} shape but messages[{first}] has the {} shape; pass `format` to choose",
+                            f.as_str(),
+                            g.as_str()
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(found.map(|(f, _)| f).unwrap_or(Format::OpenAi))
+}
+
+/// Resolves the format: forced by the caller, else detected.
+pub fn resolve_format(views: &[MessageView<'_>], forced: Option<Format>) -> Result<Format, Error> {
+    match forced {
+        Some(f) => Ok(f),
+        None => detect_format(views),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn detection() {
+        let a = vec![
+            json!({"role": "user", "content": "x"}),
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}]}),
+        ];
+        let views = views_from_values(&a).unwrap();
+        assert_eq!(detect_format(&views).unwrap(), Format::Anthropic);
+
+        let o = vec![json!({"role": "system", "content": "x"}), json!({"role": "user", "content": "x"})];
+        assert_eq!(detect_format(&views_from_values(&o).unwrap()).unwrap(), Format::OpenAi);
+
+        let plain = vec![json!({"role": "user", "content": "x"})];
+        assert_eq!(detect_format(&views_from_values(&plain).unwrap()).unwrap(), Format::OpenAi);
+
+        let mixed = vec![a[1].clone(), o[0].clone()];
+        let err = detect_format(&views_from_values(&mixed).unwrap()).unwrap_err();
+        assert_eq!(err.code(), "mixed_format");
+        assert_eq!(err.path(), "messages[1]");
+    }
+}

@@ -1,0 +1,185 @@
+//! The wasm-bindgen boundary. It converts JS values to the core's types and back, and turns
+//! [`Error`]s into thrown JS errors carrying `code` and `path`; it decides nothing.
+//!
+//! Messages cross the boundary as JSON text (`JSON.stringify` runs in the JS engine, which is
+//! much faster than walking objects field by field from wasm). On the object path, messages
+//! the call leaves alone are returned as the very objects the caller passed in.
+
+use js_sys::{Array, Object, Reflect, JSON};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::error::{Error, ErrorKind};
+use crate::message::{validate_json, RawDocument, ValidateOptions};
+use crate::watermark::{
+    plan_watermark, write_plan, Planned, WatermarkOptions, WatermarkState,
+};
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// Turns a core error into a thrown JS `Error` with `name = "CondenseError"`, `code`, `path`.
+fn js_error(err: Error) -> JsValue {
+    let e = js_sys::Error::new(&err.to_string());
+    e.set_name("CondenseError");
+    let _ = Reflect::set(&e, &"code".into(), &err.code().into());
+    let _ = Reflect::set(&e, &"path".into(), &err.path().into());
+    let _ = Reflect::set(&e, &"reason".into(), &err.reason().into());
+    e.into()
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    let ser = serde_wasm_bindgen::Serializer::json_compatible();
+    value
+        .serialize(&ser)
+        .map_err(|e| js_error(Error::new(ErrorKind::Internal, "", e.to_string())))
+}
+
+/// `JSON.stringify(value)`, as a typed error when JS refuses (cycles, BigInt) or the value
+/// has no JSON form.
+fn stringify(value: &JsValue, path: &str) -> Result<String, JsValue> {
+    match JSON::stringify(value) {
+        Ok(s) => s.as_string().ok_or_else(|| {
+            js_error(Error::new(
+                ErrorKind::InvalidInput,
+                path,
+                "the value has no JSON representation",
+            ))
+        }),
+        Err(e) => {
+            let why = Reflect::get(&e, &"message".into())
+                .ok()
+                .and_then(|m| m.as_string())
+                .unwrap_or_else(|| "JSON.stringify failed".into());
+            Err(js_error(Error::new(ErrorKind::InvalidInput, path, why)))
+        }
+    }
+}
+
+/// Options or state as JSON text; `undefined`/`null` as `None`.
+fn optional_json(value: &JsValue, path: &str) -> Result<Option<String>, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    if !value.is_object() || Array::is_array(value) {
+        return Err(js_error(Error::new(
+            match path {
+                "state" => ErrorKind::InvalidState,
+                _ => ErrorKind::InvalidOptions,
+            },
+            path,
+            "expected an object",
+        )));
+    }
+    stringify(value, path).map(Some)
+}
+
+fn read_state(state: &JsValue) -> Result<WatermarkState, JsValue> {
+    match optional_json(state, "state")? {
+        None => Ok(WatermarkState::default()),
+        Some(json) => WatermarkState::from_json(&json).map_err(js_error),
+    }
+}
+
+fn read_options(options: &JsValue) -> Result<WatermarkOptions, JsValue> {
+    match optional_json(options, "options")? {
+        None => Ok(WatermarkOptions::default()),
+        Some(json) => WatermarkOptions::from_json(&json).map_err(js_error),
+    }
+}
+
+fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
+    let obj = Object::new();
+    for (k, v) in entries {
+        Reflect::set(&obj, &(*k).into(), v)?;
+    }
+    Ok(obj.into())
+}
+
+/// `applyWatermark(messages, state, options)` on an array of message objects.
+#[wasm_bindgen(js_name = applyWatermark)]
+pub fn apply_watermark(
+    messages: JsValue,
+    state: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
+    if !Array::is_array(&messages) {
+        return Err(js_error(Error::new(
+            ErrorKind::InvalidInput,
+            "messages",
+            "expected an array of messages",
+        )));
+    }
+    let state = read_state(&state)?;
+    let options = read_options(&options)?;
+    let json = stringify(&messages, "messages")?;
+    let doc = RawDocument::parse(&json).map_err(js_error)?;
+    let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
+    let input = Array::from(&messages);
+    let out = Array::new_with_length(plan.messages.len() as u32);
+    for (n, p) in plan.messages.iter().enumerate() {
+        let item = match p {
+            Planned::Keep(i) => input.get(*i as u32),
+            Planned::New { text, .. } => JSON::parse(text)?,
+        };
+        out.set(n as u32, item);
+    }
+    result_object(&[
+        ("messages", out.into()),
+        ("state", to_js(&plan.state)?),
+        ("stats", to_js(&plan.stats)?),
+        ("warnings", to_js(&plan.warnings)?),
+    ])
+}
+
+/// `applyWatermarkJson(json, state, options)` on JSON text (an array or a request body).
+#[wasm_bindgen(js_name = applyWatermarkJson)]
+pub fn apply_watermark_json(
+    json: &str,
+    state: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
+    let state = read_state(&state)?;
+    let options = read_options(&options)?;
+    let doc = RawDocument::parse(json).map_err(js_error)?;
+    let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
+    let text = write_plan(&doc, &plan, json.len());
+    result_object(&[
+        ("json", text.into()),
+        ("state", to_js(&plan.state)?),
+        ("stats", to_js(&plan.stats)?),
+        ("warnings", to_js(&plan.warnings)?),
+    ])
+}
+
+/// `validate(messages, options)`: `messages` is an array of objects or JSON text.
+#[wasm_bindgen(js_name = validate)]
+pub fn validate(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    let options: ValidateOptions = match optional_json(&options, "options")? {
+        None => ValidateOptions::default(),
+        Some(json) => {
+            crate::error::read_json(&json, ErrorKind::InvalidOptions, "options").map_err(js_error)?
+        }
+    };
+    let json = match messages.as_string() {
+        Some(s) => s,
+        None if Array::is_array(&messages) => stringify(&messages, "messages")?,
+        None => {
+            return Err(js_error(Error::new(
+                ErrorKind::InvalidInput,
+                "messages",
+                "expected an array of messages or JSON text",
+            )))
+        }
+    };
+    let report = validate_json(&json, &options).map_err(js_error)?;
+    to_js(&report)
+}
+
+/// The crate version.
+#[wasm_bindgen(js_name = version)]
+pub fn version() -> String {
+    crate::VERSION.to_string()
+}
