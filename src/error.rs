@@ -137,7 +137,6 @@ impl Error {
     pub(crate) fn json(path: impl Into<String>, err: &serde_json::Error) -> Error {
         Error::new(ErrorKind::InvalidJson, path, err.to_string())
     }
-
 }
 
 /// Reads a contract type (options, state) from JSON text, naming the exact bad field
@@ -235,7 +234,10 @@ mod tests {
         let e = Error::new(ErrorKind::InvalidMessage, "[3].role", "x");
         assert_eq!(e.with_path_prefix("messages").path(), "messages[3].role");
         let e = Error::new(ErrorKind::InvalidOptions, "recencyWindow", "x");
-        assert_eq!(e.with_path_prefix("options").path(), "options.recencyWindow");
+        assert_eq!(
+            e.with_path_prefix("options").path(),
+            "options.recencyWindow"
+        );
         let e = Error::new(ErrorKind::InvalidOptions, "", "x");
         assert_eq!(e.with_path_prefix("options").path(), "options");
     }

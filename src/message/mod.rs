@@ -128,11 +128,20 @@ mod tests {
         let views = views_from_values(&a).unwrap();
         assert_eq!(detect_format(&views).unwrap(), Format::Anthropic);
 
-        let o = vec![json!({"role": "system", "content": "x"}), json!({"role": "user", "content": "x"})];
-        assert_eq!(detect_format(&views_from_values(&o).unwrap()).unwrap(), Format::OpenAi);
+        let o = vec![
+            json!({"role": "system", "content": "x"}),
+            json!({"role": "user", "content": "x"}),
+        ];
+        assert_eq!(
+            detect_format(&views_from_values(&o).unwrap()).unwrap(),
+            Format::OpenAi
+        );
 
         let plain = vec![json!({"role": "user", "content": "x"})];
-        assert_eq!(detect_format(&views_from_values(&plain).unwrap()).unwrap(), Format::OpenAi);
+        assert_eq!(
+            detect_format(&views_from_values(&plain).unwrap()).unwrap(),
+            Format::OpenAi
+        );
 
         let mixed = vec![a[1].clone(), o[0].clone()];
         let err = detect_format(&views_from_values(&mixed).unwrap()).unwrap_err();

@@ -132,7 +132,10 @@ mod tests {
 
     #[test]
     fn block_kinds() {
-        assert_eq!(BlockKind::from_type("web_search_tool_result"), BlockKind::ServerToolResult);
+        assert_eq!(
+            BlockKind::from_type("web_search_tool_result"),
+            BlockKind::ServerToolResult
+        );
         assert_eq!(BlockKind::from_type("tool_result"), BlockKind::ToolResult);
         assert_eq!(BlockKind::from_type("container_upload"), BlockKind::Other);
         assert!(BlockKind::ServerToolUse.is_tool());
@@ -141,7 +144,13 @@ mod tests {
 
     #[test]
     fn roles_round_trip() {
-        for r in [Role::System, Role::Developer, Role::User, Role::Assistant, Role::Tool] {
+        for r in [
+            Role::System,
+            Role::Developer,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+        ] {
             assert_eq!(Role::parse(r.as_str()), Some(r));
         }
         assert_eq!(Role::parse("function"), None);

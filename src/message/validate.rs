@@ -221,7 +221,10 @@ fn anthropic(views: &[MessageView<'_>], out: &mut Vec<Violation>) {
                     out,
                     "misplaced_block",
                     block_path(i, b),
-                    format!("a {} block cannot be in a {} message", block.type_name, view.role),
+                    format!(
+                        "a {} block cannot be in a {} message",
+                        block.type_name, view.role
+                    ),
                 );
             }
             if kind == BlockKind::ToolResult {
@@ -490,7 +493,10 @@ mod tests {
             got,
             vec![
                 ("orphan_tool_use".into(), "messages[2].tool_calls[1]".into()),
-                ("orphan_tool_result".into(), "messages[5].tool_call_id".into()),
+                (
+                    "orphan_tool_result".into(),
+                    "messages[5].tool_call_id".into()
+                ),
                 ("empty_message".into(), "messages[6]".into()),
             ]
         );
@@ -514,7 +520,8 @@ mod tests {
 
     #[test]
     fn json_entry_accepts_request_bodies() {
-        let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}"#;
+        let body =
+            r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}"#;
         let report = validate_json(body, &ValidateOptions::default()).unwrap();
         assert!(report.valid);
         let err = validate_json("{\"model\": 1}", &ValidateOptions::default()).unwrap_err();

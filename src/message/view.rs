@@ -250,12 +250,11 @@ fn precise_error(value: &Value, path: &str, serde_reason: &str) -> Error {
         Some(_) => return bad(join_key(path, "role"), "role must be a string"),
         None => return bad(join_key(path, "role"), "missing role"),
     }
-    let string_or_null = |key: &str, base: &serde_json::Map<String, Value>, p: &str| {
-        match base.get(key) {
+    let string_or_null =
+        |key: &str, base: &serde_json::Map<String, Value>, p: &str| match base.get(key) {
             None | Some(Value::Null) | Some(Value::String(_)) => None,
             Some(_) => Some(bad(join_key(p, key), &format!("{key} must be a string"))),
-        }
-    };
+        };
     if let Some(e) = string_or_null("tool_call_id", obj, path) {
         return e;
     }
@@ -326,7 +325,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentView<'a> {
                 f.write_str("a string, an array of content blocks or null")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(ContentView::Text { empty: v.is_empty() })
+                Ok(ContentView::Text {
+                    empty: v.is_empty(),
+                })
             }
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(ContentView::Null)
@@ -361,7 +362,9 @@ impl<'de> Deserialize<'de> for TextInfo {
                 f.write_str("a string")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<TextInfo, E> {
-                Ok(TextInfo { empty: v.is_empty() })
+                Ok(TextInfo {
+                    empty: v.is_empty(),
+                })
             }
         }
         deserializer.deserialize_str(TextVisitor)
@@ -407,7 +410,8 @@ mod tests {
         let e = MessageView::from_value(&v, "messages[2]").unwrap_err();
         assert_eq!(e.path(), "messages[2].content[0].text");
         assert_eq!(e.code(), "invalid_message");
-        let v = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {}}]});
+        let v =
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {}}]});
         let e = MessageView::from_value(&v, "messages[1]").unwrap_err();
         assert_eq!(e.path(), "messages[1].content[0].name");
         let v = json!({"role": "tool", "content": "x"});

@@ -14,7 +14,7 @@
 /// use condense::text::estimate_tokens;
 /// assert_eq!(estimate_tokens(""), 0);
 /// assert_eq!(estimate_tokens("hello world"), 4);
-/// assert_eq!(estimate_tokens("{\"a\": 1}"), 6);
+/// assert_eq!(estimate_tokens("{\"a\": 1}"), 7);
 /// ```
 pub fn estimate_tokens(text: &str) -> usize {
     let mut tokens = 0usize;

@@ -11,9 +11,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, RawDocument, ValidateOptions};
-use crate::watermark::{
-    plan_watermark, write_plan, Planned, WatermarkOptions, WatermarkState,
-};
+use crate::watermark::{plan_watermark, write_plan, Planned, WatermarkOptions, WatermarkState};
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -159,9 +157,8 @@ pub fn apply_watermark_json(
 pub fn validate(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let options: ValidateOptions = match optional_json(&options, "options")? {
         None => ValidateOptions::default(),
-        Some(json) => {
-            crate::error::read_json(&json, ErrorKind::InvalidOptions, "options").map_err(js_error)?
-        }
+        Some(json) => crate::error::read_json(&json, ErrorKind::InvalidOptions, "options")
+            .map_err(js_error)?,
     };
     let json = match messages.as_string() {
         Some(s) => s,

@@ -79,7 +79,10 @@ pub struct WatermarkOptions {
 impl Default for WatermarkOptions {
     fn default() -> Self {
         WatermarkOptions {
-            checkpoint_tools: DEFAULT_CHECKPOINT_TOOLS.iter().map(|s| s.to_string()).collect(),
+            checkpoint_tools: DEFAULT_CHECKPOINT_TOOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             keep_last_tool_results: 0,
             exclude_tools: Vec::new(),
             placeholder: false,
@@ -201,7 +204,10 @@ mod tests {
     #[test]
     fn option_errors_name_the_field() {
         let e = WatermarkOptions::from_json(r#"{"excludeTools": ["a", 3]}"#).unwrap_err();
-        assert_eq!((e.code(), e.path()), ("invalid_options", "options.excludeTools[1]"));
+        assert_eq!(
+            (e.code(), e.path()),
+            ("invalid_options", "options.excludeTools[1]")
+        );
         let e = WatermarkOptions::from_json(r#"{"keepLast": 3}"#).unwrap_err();
         assert_eq!(e.code(), "invalid_options");
         assert!(e.reason().contains("keepLast"), "{}", e.reason());
@@ -223,7 +229,10 @@ mod tests {
         assert_eq!(e.code(), "invalid_state");
         let e = WatermarkState::from_json(r#"{"waterMark": "x"}"#).unwrap_err();
         assert_eq!(e.code(), "invalid_state");
-        assert_eq!(WatermarkState::from_json("{}").unwrap(), WatermarkState::default());
+        assert_eq!(
+            WatermarkState::from_json("{}").unwrap(),
+            WatermarkState::default()
+        );
         assert_eq!(
             WatermarkState::from_value(&serde_json::Value::Null).unwrap(),
             WatermarkState::default()

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::options::{Matchers, WatermarkOptions, WatermarkState};
-use super::{WatermarkStats, Warning};
+use super::{Warning, WatermarkStats};
 use crate::error::{join_index, Error};
 use crate::message::{resolve_format, BlockKind, ContentView, Format, MessageView, Role};
 use crate::text::{count_chars, estimate_tokens};
@@ -96,8 +96,13 @@ pub fn plan_watermark(
         .enumerate()
         .flat_map(|(i, v)| {
             let blocks = v.blocks().iter().filter_map(move |b| {
-                (b.kind() == BlockKind::ToolUse)
-                    .then(|| (i, b.id.as_deref().unwrap_or(""), b.name.as_deref().unwrap_or("")))
+                (b.kind() == BlockKind::ToolUse).then(|| {
+                    (
+                        i,
+                        b.id.as_deref().unwrap_or(""),
+                        b.name.as_deref().unwrap_or(""),
+                    )
+                })
             });
             let oa = v
                 .tool_calls()
@@ -171,6 +176,8 @@ pub fn plan_watermark(
         warnings,
         ..
     } = pruner;
+    stats.blocks_removed =
+        stats.tool_calls_removed + stats.tool_results_removed + stats.thinking_removed;
 
     let mut messages = prefix;
     messages.extend((w..raws.len()).map(Planned::Keep));
@@ -211,7 +218,8 @@ struct Draft {
 
 impl Pruner<'_, '_> {
     fn parse(&self, i: usize) -> Result<Value, Error> {
-        serde_json::from_str(self.raws[i].get()).map_err(|e| Error::json(join_index("messages", i), &e))
+        serde_json::from_str(self.raws[i].get())
+            .map_err(|e| Error::json(join_index("messages", i), &e))
     }
 
     /// Marks pairs to keep whole: excluded names, pinned ones, then the last N of the rest.
@@ -238,19 +246,36 @@ impl Pruner<'_, '_> {
         }
     }
 
+    fn placeholder_prefix(name: &str, id: &str) -> String {
+        format!("[condense: {name} result {id} pruned, ")
+    }
+
     fn placeholder_text(name: &str, id: &str, original_chars: usize) -> String {
-        format!("[condense: {name} result {id} pruned, {original_chars} chars]")
+        format!(
+            "{}{original_chars} chars]",
+            Self::placeholder_prefix(name, id)
+        )
     }
 
     /// Replaces `slot` (a tool result's content) by the placeholder when that is shorter.
     fn placehold(&mut self, slot: Option<&mut Value>, name: &str, id: &str) {
         let Some(slot) = slot else { return };
-        let original = match &*slot {
-            Value::String(s) => count_chars(s),
-            other => count_chars(&other.to_string()),
+        let text = match &*slot {
+            // Already our marker for this call: leave it (idempotence).
+            Value::String(s) if s.starts_with(&Self::placeholder_prefix(name, id)) => return,
+            other => other.to_string(),
         };
-        let marker = Self::placeholder_text(name, id, original);
-        if count_chars(&marker) < original {
+        let (chars, tokens) = (count_chars(&text), estimate_tokens(&text));
+        // The size named is the text's own (a string without its quotes), the comparison is
+        // between JSON forms.
+        let size = match &*slot {
+            Value::String(s) => count_chars(s),
+            _ => chars,
+        };
+        let marker = Self::placeholder_text(name, id, size);
+        let marker_json = Value::String(marker.clone()).to_string();
+        // Used only when shorter in characters and in tokens.
+        if count_chars(&marker_json) < chars && estimate_tokens(&marker_json) < tokens {
             *slot = Value::String(marker);
             self.stats.placeholders += 1;
         }
@@ -313,7 +338,10 @@ impl Pruner<'_, '_> {
         }
         for (i, view) in views.iter().enumerate() {
             for (b, block) in view.blocks().iter().enumerate() {
-                if matches!(block.kind(), BlockKind::ToolResult | BlockKind::ServerToolResult) {
+                if matches!(
+                    block.kind(),
+                    BlockKind::ToolResult | BlockKind::ServerToolResult
+                ) {
                     let id = block.tool_use_id.as_deref().unwrap_or("");
                     match by_id.get(id) {
                         Some(&p) if i < w => pairs[p].results.push((i, b)),
@@ -339,9 +367,8 @@ impl Pruner<'_, '_> {
             .iter()
             .rposition(|v| v.role() == Some(Role::User) && says_something(v))
             .and_then(|u| (u + 1..views.len()).find(|&j| views[j].role() == Some(Role::Assistant)));
-        let protected = turn_open.filter(|&t| {
-            t < w && views[t].blocks().iter().any(|b| b.kind().is_thinking())
-        });
+        let protected = turn_open
+            .filter(|&t| t < w && views[t].blocks().iter().any(|b| b.kind().is_thinking()));
         if let Some(t) = protected {
             for pair in pairs.iter_mut().filter(|p| p.call.0 == t) {
                 pair.keep = true;
@@ -418,8 +445,11 @@ impl Pruner<'_, '_> {
             .iter()
             .filter(|p| p.act == Act::Placeholder)
             .flat_map(|p| {
-                std::iter::once((p.call, (p.name.as_str(), p.id.as_str())))
-                    .chain(p.results.iter().map(move |r| (*r, (p.name.as_str(), p.id.as_str()))))
+                std::iter::once((p.call, (p.name.as_str(), p.id.as_str()))).chain(
+                    p.results
+                        .iter()
+                        .map(move |r| (*r, (p.name.as_str(), p.id.as_str()))),
+                )
             })
             .collect();
 
@@ -444,15 +474,18 @@ impl Pruner<'_, '_> {
                             continue;
                         }
                         Act::Placeholder => {
-                            let (name, id) =
-                                placeholder_pairs.get(&(i, b)).copied().unwrap_or(("tool", ""));
+                            let (name, id) = placeholder_pairs
+                                .get(&(i, b))
+                                .copied()
+                                .unwrap_or(("tool", ""));
                             let before = (self.stats.placeholders, self.stats.inputs_cleared);
                             if views[i].blocks()[b].kind() == BlockKind::ToolResult {
                                 self.placehold(block.get_mut("content"), name, id);
                             } else {
                                 self.clear_input(block.get_mut("input"));
                             }
-                            changed |= before != (self.stats.placeholders, self.stats.inputs_cleared);
+                            changed |=
+                                before != (self.stats.placeholders, self.stats.inputs_cleared);
                         }
                         Act::Keep => {}
                     }
@@ -520,7 +553,10 @@ impl Pruner<'_, '_> {
                         return Some((j, None));
                     }
                     let end = if j == i { b } else { views[j].blocks().len() };
-                    (0..end).rev().find(|&c| kept_block(j, c)).map(|c| (j, Some(c)))
+                    (0..end)
+                        .rev()
+                        .find(|&c| kept_block(j, c))
+                        .map(|c| (j, Some(c)))
                 });
                 let after = || {
                     (i..w).find_map(|j| {
@@ -544,7 +580,9 @@ impl Pruner<'_, '_> {
                     }
                     None => self.warnings.push(Warning {
                         code: "cache_control_dropped".into(),
-                        message: "a cache_control marker of a removed block had no kept block to move to".into(),
+                        message:
+                            "a cache_control marker of a removed block had no kept block to move to"
+                                .into(),
                         path: Some(format!("messages[{i}].content[{b}].cache_control")),
                     }),
                 }
@@ -560,7 +598,9 @@ impl Pruner<'_, '_> {
             total -= 1;
             self.warnings.push(Warning {
                 code: "cache_control_dropped".into(),
-                message: "moving this marker would exceed the provider's limit of 4 cache breakpoints".into(),
+                message:
+                    "moving this marker would exceed the provider's limit of 4 cache breakpoints"
+                        .into(),
                 path: Some(format!("messages[{i}].content[{b}].cache_control")),
             });
         }
@@ -688,7 +728,12 @@ impl Pruner<'_, '_> {
                 continue;
             }
             let acts: Vec<Act> = (0..calls.len())
-                .map(|c| call_acts.get(&(i, c)).map(|&p| pairs[p].act).unwrap_or(Act::Keep))
+                .map(|c| {
+                    call_acts
+                        .get(&(i, c))
+                        .map(|&p| pairs[p].act)
+                        .unwrap_or(Act::Keep)
+                })
                 .collect();
             let clears = self.options.clear_tool_inputs && acts.contains(&Act::Placeholder);
             if acts.iter().all(|a| *a == Act::Keep) || (!clears && !acts.contains(&Act::Remove)) {
@@ -709,7 +754,9 @@ impl Pruner<'_, '_> {
                             continue;
                         }
                         Act::Placeholder => {
-                            let slot = call.get_mut("function").and_then(|f| f.get_mut("arguments"));
+                            let slot = call
+                                .get_mut("function")
+                                .and_then(|f| f.get_mut("arguments"));
                             self.clear_input(slot);
                         }
                         Act::Keep => {}
@@ -773,7 +820,9 @@ fn into_blocks(content: Value) -> Vec<Value> {
 /// Sets `cache_control` on block `block` of `message` (or, for string content, turns the
 /// string into a text block carrying it).
 fn set_cache_control(message: &mut Value, block: Option<usize>, marker: Value) {
-    let Some(obj) = message.as_object_mut() else { return };
+    let Some(obj) = message.as_object_mut() else {
+        return;
+    };
     match block {
         Some(b) => {
             if let Some(Value::Object(blk)) = obj.get_mut("content").and_then(|c| c.get_mut(b)) {
