@@ -48,9 +48,9 @@
 //!
 //! ## Layout
 //!
-//! - [`message`]: the provider-neutral message model, format detection, the validator.
-//! - [`watermark`]: `applyWatermark`.
-//! - [`text`]: token estimation and text utilities.
+//! - [`message`][]: the provider-neutral message model, format detection, the validator.
+//! - [`watermark`][]: `applyWatermark`.
+//! - [`text`][]: token estimation and text utilities.
 //! - `wasm` (wasm32 only): the wasm-bindgen boundary; converts and delegates.
 
 #![deny(missing_docs)]

@@ -173,7 +173,10 @@ mod cli {
         Ok((line, id))
     }
 
-    fn watermark(text: &str, defaults: &Map<String, Value>) -> Result<String, (Option<String>, Error)> {
+    fn watermark(
+        text: &str,
+        defaults: &Map<String, Value>,
+    ) -> Result<String, (Option<String>, Error)> {
         let (line, id) = read_line(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
         let messages = line

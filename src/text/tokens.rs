@@ -21,7 +21,7 @@ pub fn estimate_tokens(text: &str) -> usize {
     let mut run = 0usize;
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() {
-            if run % 4 == 0 {
+            if run.is_multiple_of(4) {
                 tokens += 1;
             }
             run += 1;

@@ -152,7 +152,7 @@ pub fn apply_watermark(
 ) -> Result<WatermarkOutput, Error> {
     let texts: Vec<Box<RawValue>> = messages
         .iter()
-        .map(|m| serde_json::value::to_raw_value(m))
+        .map(serde_json::value::to_raw_value)
         .collect::<Result<_, _>>()
         .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();

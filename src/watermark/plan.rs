@@ -54,6 +54,10 @@ enum Act {
     Placeholder,
 }
 
+/// A `cache_control` move: from (message, block) to (message, block, or `None` for string
+/// content).
+type CacheMove = ((usize, usize), (usize, Option<usize>));
+
 /// A tool call before the watermark with where its results are.
 struct Pair {
     name: String,
@@ -95,15 +99,17 @@ pub fn plan_watermark(
         .iter()
         .enumerate()
         .flat_map(|(i, v)| {
-            let blocks = v.blocks().iter().filter_map(move |b| {
-                (b.kind() == BlockKind::ToolUse).then(|| {
+            let blocks = v
+                .blocks()
+                .iter()
+                .filter(|b| b.kind() == BlockKind::ToolUse)
+                .map(move |b| {
                     (
                         i,
                         b.id.as_deref().unwrap_or(""),
                         b.name.as_deref().unwrap_or(""),
                     )
-                })
-            });
+                });
             let oa = v
                 .tool_calls()
                 .iter()
@@ -530,10 +536,7 @@ impl Pruner<'_, '_> {
 
     /// Plans the `cache_control` moves: (removed block, target (message, block or `None` for
     /// string content)). Drops moves beyond the provider's limit of 4 markers.
-    fn relocate_cache_control(
-        &mut self,
-        acts: &[Vec<Act>],
-    ) -> Vec<((usize, usize), (usize, Option<usize>))> {
+    fn relocate_cache_control(&mut self, acts: &[Vec<Act>]) -> Vec<CacheMove> {
         let views = self.views;
         let w = self.w;
         let kept_block = |i: usize, b: usize| acts[i].get(b).is_some_and(|a| *a != Act::Remove);
