@@ -506,16 +506,27 @@ fn huge_and_deep_messages() {
     assert!(out.stats.chars_before > 10_000_000);
     assert!(out.stats.chars_after < 1_000);
 
-    // Nesting past the parser's limit in a message that must be rewritten: a typed error.
-    let deep = format!(
-        r#"[{{"role":"user","content":"s"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"a","name":"n","input":{}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"a","content":"r"}},{{"type":"text","text":"t"}}]}},{{"role":"assistant","content":[{{"type":"tool_use","id":"c","name":"compress_to_checkpoint","input":{{}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","content":"ok"}}]}}]"#,
-        "[".repeat(5000) + &"]".repeat(5000)
+    // Nesting far past serde_json's recursion limit (128) inside messages that are dropped or
+    // rewritten: raw surgery never parses it, so it is removed or copied byte for byte.
+    let deep = "[".repeat(5000) + &"]".repeat(5000);
+    let text = format!(
+        r#"[{{"role":"user","content":"s"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"a","name":"n","input":{deep}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"a","content":"r"}},{{"type":"custom","data":{deep}}}]}},{{"role":"assistant","content":[{{"type":"tool_use","id":"c","name":"compress_to_checkpoint","input":{{}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","content":"ok"}}]}}]"#
     );
-    let err = apply_watermark_json(
-        &deep,
+    let out = apply_watermark_json(
+        &text,
         &WatermarkState::default(),
         &WatermarkOptions::default(),
     )
-    .unwrap_err();
-    assert_eq!((err.code(), err.path()), ("invalid_json", "messages[1]"));
+    .unwrap();
+    assert_eq!(out.stats.tool_calls_removed, 1);
+    assert!(out.json.starts_with(&format!(
+        r#"[{{"role":"user","content":[{{"type":"text","text":"s"}},{{"type":"custom","data":{deep}}}]}}"#
+    )));
+    let opts = WatermarkOptions {
+        placeholder: true,
+        clear_tool_inputs: true,
+        ..WatermarkOptions::default()
+    };
+    let out = apply_watermark_json(&text, &WatermarkState::default(), &opts).unwrap();
+    assert_eq!(out.stats.inputs_cleared, 1);
 }

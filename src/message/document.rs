@@ -3,12 +3,10 @@
 //! rewrite copies every message it leaves alone byte for byte.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::raw::{Elements, Members};
 use super::view::MessageView;
 use crate::error::{join_index, Error, ErrorKind};
 
@@ -20,51 +18,6 @@ pub struct RawDocument<'a> {
     /// For a request body: every top-level member, in order; the `messages` member's value
     /// is replaced on output. `None` for a bare array.
     body: Option<Vec<(Cow<'a, str>, &'a RawValue)>>,
-}
-
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Members<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(key) = map.next_key::<Cow<'a, str>>()? {
-                    let value: &'a RawValue = map.next_value()?;
-                    out.push((key, value));
-                }
-                Ok(Members(out))
-            }
-        }
-        deserializer.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-struct Elements<'a>(Vec<&'a RawValue>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Elements<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Elements<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(16));
-                while let Some(v) = seq.next_element::<&'a RawValue>()? {
-                    out.push(v);
-                }
-                Ok(Elements(out))
-            }
-        }
-        deserializer.deserialize_seq(V(std::marker::PhantomData))
-    }
 }
 
 impl<'a> RawDocument<'a> {

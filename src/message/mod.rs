@@ -16,11 +16,13 @@
 
 mod document;
 mod model;
+mod raw;
 mod validate;
 mod view;
 
 pub use document::RawDocument;
 pub use model::{BlockKind, Format, Role};
+pub use raw::{RawObject, Slot};
 pub use validate::{
     validate, validate_json, validate_views, ValidateOptions, Validation, Violation,
     VIOLATION_CODES,

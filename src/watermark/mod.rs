@@ -161,10 +161,11 @@ pub fn apply_watermark(
         .messages
         .into_iter()
         .map(|p| match p {
-            Planned::Keep(i) => messages[i].clone(),
-            Planned::New { value, .. } => value,
+            Planned::Keep(i) => Ok(messages[i].clone()),
+            Planned::New { text } => serde_json::from_str(&text)
+                .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string())),
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(WatermarkOutput {
         messages: out,
         state: plan.state,

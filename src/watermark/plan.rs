@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use super::options::{Matchers, WatermarkOptions, WatermarkState};
 use super::{Warning, WatermarkStats};
 use crate::error::{join_index, Error};
-use crate::message::{resolve_format, BlockKind, ContentView, Format, MessageView, Role};
+use crate::message::{
+    resolve_format, BlockKind, BlockView, ContentView, Format, MessageView, RawObject, Role, Slot,
+};
 use crate::text::{count_chars, estimate_tokens};
 
 /// One message of the output.
@@ -24,11 +26,9 @@ use crate::text::{count_chars, estimate_tokens};
 pub enum Planned {
     /// Input message `i`, unchanged (its bytes are copied on the string path).
     Keep(usize),
-    /// A rewritten message, as a value and as compact JSON text.
+    /// A rewritten message as JSON text: members it did not change keep their input bytes.
     New {
-        /// The message.
-        value: Value,
-        /// `value` as compact JSON.
+        /// The message's JSON text.
         text: String,
     },
 }
@@ -215,17 +215,91 @@ struct Pruner<'a, 'v> {
 }
 
 /// A prefix message under construction.
-struct Draft {
+struct Draft<'a> {
     role: Role,
-    /// `None`: the input message, untouched.
-    value: Option<Value>,
     source: usize,
+    /// `None`: the input message, untouched.
+    edit: Option<Edit<'a>>,
 }
 
-impl Pruner<'_, '_> {
-    fn parse(&self, i: usize) -> Result<Value, Error> {
-        serde_json::from_str(self.raws[i].get())
-            .map_err(|e| Error::json(join_index("messages", i), &e))
+/// A message being rewritten: its members, and its content blocks once they are edited.
+struct Edit<'a> {
+    obj: RawObject<'a>,
+    /// The content as blocks with their kinds, once edited; written as `content`.
+    blocks: Option<Vec<(Slot<'a>, BlockKind)>>,
+    /// Blocks of several messages were joined: tool results and thinking go first.
+    merged: bool,
+}
+
+impl<'a> Edit<'a> {
+    /// The content as blocks: a string becomes one text block (its raw text reused), null or
+    /// missing content none.
+    fn blocks(&mut self, view: &MessageView<'_>) -> &mut Vec<(Slot<'a>, BlockKind)> {
+        if self.blocks.is_none() {
+            let content = self.obj.get("content").and_then(Slot::raw);
+            let blocks = match (&view.content, content) {
+                (ContentView::Blocks(views), Some(raw)) => Slot::elements(raw)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .zip(views.iter().map(BlockView::kind))
+                    .collect(),
+                (ContentView::Text { .. }, Some(raw)) => vec![(text_block(raw), BlockKind::Text)],
+                _ => Vec::new(),
+            };
+            self.blocks = Some(blocks);
+        }
+        self.blocks.get_or_insert_with(Vec::new)
+    }
+
+    fn finish(mut self) -> Planned {
+        if let Some(mut blocks) = self.blocks.take() {
+            if self.merged {
+                // Tool results first (Anthropic), thinking first (extended thinking).
+                blocks.sort_by_key(|(_, kind)| match kind {
+                    BlockKind::ToolResult | BlockKind::Thinking | BlockKind::RedactedThinking => 0,
+                    _ => 1,
+                });
+            }
+            let slots = blocks.into_iter().map(|(slot, _)| slot).collect();
+            self.obj.set("content", Slot::Array(slots));
+        }
+        let mut text = String::new();
+        self.obj.write(&mut text);
+        Planned::New { text }
+    }
+}
+
+/// `{"type":"text","text":<raw string>}`.
+fn text_block(raw: &RawValue) -> Slot<'_> {
+    let mut obj = RawObject::default();
+    obj.set("type", Slot::Owned(Value::String("text".into())));
+    obj.set("text", Slot::Raw(raw));
+    Slot::Object(obj)
+}
+
+/// The slot as an object under edit (parsing a raw object's members on first use).
+fn as_object<'s, 'a>(slot: &'s mut Slot<'a>, path: &str) -> Result<&'s mut RawObject<'a>, Error> {
+    if let Slot::Raw(raw) = *slot {
+        *slot = Slot::Object(RawObject::parse(raw, path)?);
+    }
+    match slot {
+        Slot::Object(obj) => Ok(obj),
+        _ => Err(Error::new(
+            crate::ErrorKind::InvalidMessage,
+            path,
+            "expected a JSON object",
+        )),
+    }
+}
+
+impl<'a> Pruner<'a, '_> {
+    /// Opens message `i` for rewriting.
+    fn open(&self, i: usize) -> Result<Edit<'a>, Error> {
+        Ok(Edit {
+            obj: RawObject::parse(self.raws[i], &join_index("messages", i))?,
+            blocks: None,
+            merged: false,
+        })
     }
 
     /// Marks pairs to keep whole: excluded names, pinned ones, then the last N of the rest.
@@ -263,49 +337,54 @@ impl Pruner<'_, '_> {
         )
     }
 
-    /// Replaces `slot` (a tool result's content) by the placeholder when that is shorter.
-    fn placehold(&mut self, slot: Option<&mut Value>, name: &str, id: &str) {
-        let Some(slot) = slot else { return };
-        let text = match &*slot {
-            // Already our marker for this call: leave it (idempotence).
-            Value::String(s) if s.starts_with(&Self::placeholder_prefix(name, id)) => return,
-            other => other.to_string(),
+    /// The placeholder for a tool result's content, when it is shorter (in characters and in
+    /// estimated tokens) than the content and the content is not already our marker.
+    fn placeholder(
+        &mut self,
+        content: Option<&Slot<'_>>,
+        name: &str,
+        id: &str,
+    ) -> Option<Slot<'a>> {
+        let text = content?.to_json();
+        let prefix = Self::placeholder_prefix(name, id);
+        // The size named is the text's own (a string without quotes and escapes); the
+        // comparison is between JSON forms.
+        let size = if text.starts_with('"') {
+            let s: String = serde_json::from_str(&text).ok()?;
+            if s.starts_with(&prefix) {
+                return None; // already our marker: idempotent
+            }
+            count_chars(&s)
+        } else {
+            count_chars(&text)
         };
-        let (chars, tokens) = (count_chars(&text), estimate_tokens(&text));
-        // The size named is the text's own (a string without its quotes), the comparison is
-        // between JSON forms.
-        let size = match &*slot {
-            Value::String(s) => count_chars(s),
-            _ => chars,
-        };
-        let marker = Self::placeholder_text(name, id, size);
-        let marker_json = Value::String(marker.clone()).to_string();
-        // Used only when shorter in characters and in tokens.
-        if count_chars(&marker_json) < chars && estimate_tokens(&marker_json) < tokens {
-            *slot = Value::String(marker);
+        let marker = Value::String(Self::placeholder_text(name, id, size));
+        let marker_json = marker.to_string();
+        if count_chars(&marker_json) < count_chars(&text)
+            && estimate_tokens(&marker_json) < estimate_tokens(&text)
+        {
             self.stats.placeholders += 1;
+            Some(Slot::Owned(marker))
+        } else {
+            None
         }
     }
 
-    fn clear_input(&mut self, slot: Option<&mut Value>) {
+    /// `{}` (or `"{}"` for OpenAI's string arguments) for a non-empty tool input. Judged on
+    /// the raw text, so an input of any size or depth is never parsed.
+    fn cleared_input(&mut self, input: Option<&Slot<'_>>) -> Option<Slot<'a>> {
         if !self.options.clear_tool_inputs {
-            return;
+            return None;
         }
-        if let Some(slot) = slot {
-            let empty = match slot {
-                Value::Object(m) => m.is_empty(),
-                Value::String(s) => s.trim() == "{}",
-                Value::Null => true,
-                _ => false,
-            };
-            if !empty {
-                *slot = match slot {
-                    Value::String(_) => Value::String("{}".into()),
-                    _ => Value::Object(Map::new()),
-                };
-                self.stats.inputs_cleared += 1;
-            }
-        }
+        let text = input?.to_json();
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let replacement = match compact.as_str() {
+            "{}" | "null" | "\"{}\"" | "\"\"" => return None,
+            s if s.starts_with('"') => Value::String("{}".into()),
+            _ => Value::Object(Map::new()),
+        };
+        self.stats.inputs_cleared += 1;
+        Some(Slot::Owned(replacement))
     }
 
     fn count_kept(&mut self, pairs: &[Pair]) {
@@ -427,111 +506,131 @@ impl Pruner<'_, '_> {
         // cache_control: move markers of removed blocks to the nearest kept block.
         let moves = self.relocate_cache_control(&acts);
 
-        // Rewrite what changes.
-        let mut values: Vec<Option<Value>> = vec![None; w];
-        let touched: HashSet<usize> = moves.iter().map(|m| m.1 .0).collect();
-        for i in 0..w {
-            if acts[i].iter().any(|a| *a != Act::Keep) || touched.contains(&i) {
-                values[i] = Some(self.parse(i)?);
-            }
-        }
-        for (from, to) in &moves {
-            let marker = values[from.0]
-                .as_ref()
-                .and_then(|v| v.get("content"))
-                .and_then(|c| c.get(from.1))
-                .and_then(|blk| blk.get("cache_control"))
-                .cloned();
-            let (Some(marker), Some(Some(target))) = (marker, values.get_mut(to.0)) else {
-                continue;
-            };
-            set_cache_control(target, to.1, marker);
-        }
-        let placeholder_pairs: HashMap<(usize, usize), (&str, &str)> = pairs
+        // Rewrite what changes; messages whose blocks all go are dropped without being read.
+        let placeholder_of: HashMap<(usize, usize), usize> = pairs
             .iter()
-            .filter(|p| p.act == Act::Placeholder)
-            .flat_map(|p| {
-                std::iter::once((p.call, (p.name.as_str(), p.id.as_str()))).chain(
-                    p.results
-                        .iter()
-                        .map(move |r| (*r, (p.name.as_str(), p.id.as_str()))),
-                )
+            .enumerate()
+            .filter(|(_, p)| p.act == Act::Placeholder)
+            .flat_map(|(n, p)| {
+                std::iter::once((p.call, n)).chain(p.results.iter().map(move |r| (*r, n)))
             })
             .collect();
-
-        let mut drafts: Vec<Draft> = Vec::with_capacity(w);
-        for (i, act) in acts.iter().enumerate() {
-            let role = views[i].role().unwrap_or(Role::User);
-            let Some(mut value) = values[i].take() else {
-                drafts.push(Draft {
-                    role,
-                    value: None,
-                    source: i,
-                });
-                continue;
-            };
-            let mut changed = touched.contains(&i);
-            if let Some(Value::Array(blocks)) = value.get_mut("content") {
-                let old = std::mem::take(blocks);
-                for (b, mut block) in old.into_iter().enumerate() {
-                    match act.get(b).copied().unwrap_or(Act::Keep) {
-                        Act::Remove => {
-                            changed = true;
-                            continue;
-                        }
-                        Act::Placeholder => {
-                            let (name, id) = placeholder_pairs
-                                .get(&(i, b))
-                                .copied()
-                                .unwrap_or(("tool", ""));
-                            let before = (self.stats.placeholders, self.stats.inputs_cleared);
-                            if views[i].blocks()[b].kind() == BlockKind::ToolResult {
-                                self.placehold(block.get_mut("content"), name, id);
-                            } else {
-                                self.clear_input(block.get_mut("input"));
-                            }
-                            changed |=
-                                before != (self.stats.placeholders, self.stats.inputs_cleared);
-                        }
-                        Act::Keep => {}
-                    }
-                    blocks.push(block);
-                }
-                if blocks.is_empty() {
-                    self.stats.messages_dropped += 1;
-                    continue;
+        let mut markers: HashMap<(usize, usize), Slot<'a>> = HashMap::new();
+        for (from, _) in &moves {
+            let mut edit = self.open(from.0)?;
+            let blocks = edit.blocks(&views[from.0]);
+            if let Some((slot, _)) = blocks.get_mut(from.1) {
+                let path = format!("messages[{}].content[{}]", from.0, from.1);
+                if let Some(marker) = as_object(slot, &path)?.get("cache_control") {
+                    markers.insert(*from, marker.clone());
                 }
             }
+        }
+        let mut incoming: HashMap<usize, Vec<(Option<usize>, Slot<'a>)>> = HashMap::new();
+        for (from, to) in &moves {
+            if let Some(marker) = markers.remove(from) {
+                incoming.entry(to.0).or_default().push((to.1, marker));
+            }
+        }
+
+        let mut drafts: Vec<Draft<'a>> = Vec::with_capacity(w);
+        for (i, act) in acts.iter().enumerate() {
+            let role = views[i].role().unwrap_or(Role::User);
+            if !survives(&views[i], act) {
+                self.stats.messages_dropped += 1;
+                continue;
+            }
+            let arriving = incoming.remove(&i);
+            if act.iter().all(|a| *a == Act::Keep) && arriving.is_none() {
+                drafts.push(Draft {
+                    role,
+                    source: i,
+                    edit: None,
+                });
+                continue;
+            }
+            let mut edit = self.open(i)?;
+            let mut changed = false;
+            let old = std::mem::take(edit.blocks(&views[i]));
+            let mut kept = Vec::with_capacity(old.len());
+            for (b, (mut slot, kind)) in old.into_iter().enumerate() {
+                let path = format!("messages[{i}].content[{b}]");
+                match act.get(b).copied().unwrap_or(Act::Keep) {
+                    Act::Remove => {
+                        changed = true;
+                        continue;
+                    }
+                    Act::Placeholder => {
+                        let pair = placeholder_of.get(&(i, b)).map(|&n| &pairs[n]);
+                        let (name, id) = pair
+                            .map(|p| (p.name.as_str(), p.id.as_str()))
+                            .unwrap_or(("tool", ""));
+                        let obj = as_object(&mut slot, &path)?;
+                        if kind == BlockKind::ToolResult {
+                            if let Some(marker) = self.placeholder(obj.get("content"), name, id) {
+                                obj.set("content", marker);
+                                changed = true;
+                            }
+                        } else if let Some(empty) = self.cleared_input(obj.get("input")) {
+                            obj.set("input", empty);
+                            changed = true;
+                        }
+                    }
+                    Act::Keep => {}
+                }
+                kept.push((slot, kind));
+            }
+            for (target, marker) in arriving.into_iter().flatten() {
+                // String content became one text block; blocks keep their indices among the
+                // kept ones only if nothing before them went, so find the block by origin.
+                let at = match target {
+                    None => Some(kept.len().saturating_sub(1)),
+                    Some(b) => {
+                        let removed_before = act[..b].iter().filter(|a| **a == Act::Remove).count();
+                        Some(b - removed_before)
+                    }
+                };
+                if let Some((slot, _)) = at.and_then(|k| kept.get_mut(k)) {
+                    let path = format!("messages[{i}].content");
+                    as_object(slot, &path)?.set("cache_control", marker);
+                    changed = true;
+                }
+            }
+            *edit.blocks(&views[i]) = kept;
             drafts.push(Draft {
                 role,
-                value: changed.then_some(value),
                 source: i,
+                edit: changed.then_some(edit),
             });
         }
 
-        // Merge the same-role runs that dropping messages created.
-        let mut merged: Vec<Draft> = Vec::with_capacity(drafts.len());
+        // Merge the same-role runs that dropping messages created, each run once.
+        let mut merged: Vec<Draft<'a>> = Vec::with_capacity(drafts.len());
         for draft in drafts {
             match merged.last_mut() {
                 Some(prev) if prev.role == draft.role => {
-                    if prev.value.is_none() {
-                        prev.value = Some(self.parse(prev.source)?);
+                    if prev.edit.is_none() {
+                        prev.edit = Some(self.open(prev.source)?);
                     }
-                    let next = match draft.value {
-                        Some(v) => v,
-                        None => self.parse(draft.source)?,
+                    let next = match draft.edit {
+                        Some(e) => e,
+                        None => self.open(draft.source)?,
                     };
-                    if let Some(Value::Object(into)) = prev.value.as_mut() {
-                        if let Value::Object(from) = next {
-                            self.merge(into, from, draft.source);
-                        }
+                    if let Some(into) = prev.edit.as_mut() {
+                        self.merge(into, prev.source, next, draft.source);
                     }
                     self.stats.messages_merged += 1;
                 }
                 _ => merged.push(draft),
             }
         }
-        Ok(merged.into_iter().map(finish).collect())
+        Ok(merged
+            .into_iter()
+            .map(|d| match d.edit {
+                None => Planned::Keep(d.source),
+                Some(edit) => edit.finish(),
+            })
+            .collect())
     }
 
     /// Plans the `cache_control` moves: (removed block, target (message, block or `None` for
@@ -611,38 +710,28 @@ impl Pruner<'_, '_> {
         moves
     }
 
-    /// Merges message `from` (input index `source`) into `into`: blocks appended (tool results
-    /// first, thinking first), fields `into` lacks copied, conflicting fields reported.
-    fn merge(&mut self, into: &mut Map<String, Value>, from: Map<String, Value>, source: usize) {
-        let mut extra = Vec::new();
-        let mut add = Vec::new();
-        for (key, value) in from {
-            match key.as_str() {
-                "role" => {}
-                "content" => add = into_blocks(value),
-                _ => match into.get(&key) {
-                    None => extra.push((key, value)),
-                    Some(v) if *v == value => {}
-                    Some(_) => self.warnings.push(Warning {
-                        code: "merge_field_conflict".into(),
-                        message: format!(
-                            "messages[{source}] was merged into the message before it; its {key:?} differs and the earlier value was kept"
-                        ),
-                        path: Some(format!("messages[{source}].{key}")),
-                    }),
-                },
+    /// Merges message `from` (input index `source`) into `into` (input index `target`):
+    /// blocks appended, fields `into` lacks copied, conflicting fields reported.
+    fn merge(&mut self, into: &mut Edit<'a>, target: usize, mut from: Edit<'a>, source: usize) {
+        let views = self.views;
+        let add = std::mem::take(from.blocks(&views[source]));
+        into.blocks(&views[target]).extend(add);
+        into.merged = true;
+        for (key, value) in from.obj.into_members() {
+            if key == "role" || key == "content" {
+                continue;
             }
-        }
-        let mut blocks = into_blocks(into.remove("content").unwrap_or(Value::Null));
-        blocks.extend(add);
-        // Tool results first (Anthropic), thinking first (extended thinking).
-        blocks.sort_by_key(|b| match b.get("type").and_then(Value::as_str) {
-            Some("tool_result") | Some("thinking") | Some("redacted_thinking") => 0,
-            _ => 1,
-        });
-        into.insert("content".into(), Value::Array(blocks));
-        for (k, v) in extra {
-            into.insert(k, v);
+            match into.obj.get(&key) {
+                None => into.obj.set(&key, value),
+                Some(v) if v.same_value(&value) => {}
+                Some(_) => self.warnings.push(Warning {
+                    code: "merge_field_conflict".into(),
+                    message: format!(
+                        "messages[{source}] was merged into the message before it; its {key:?} differs and the earlier value was kept"
+                    ),
+                    path: Some(format!("messages[{source}].{key}")),
+                }),
+            }
         }
     }
 
@@ -698,38 +787,34 @@ impl Pruner<'_, '_> {
 
         let mut out = Vec::with_capacity(w);
         for (i, view) in views[..w].iter().enumerate() {
+            let path = join_index("messages", i);
             if view.role() == Some(Role::Tool) {
-                let act = match tool_acts.get(&i) {
-                    Some(&p) => pairs[p].act,
+                let pair = tool_acts.get(&i).map(|&p| &pairs[p]);
+                let act = match pair {
+                    Some(p) => p.act,
                     None if orphan_tools.contains(&i) => Act::Remove,
                     None => Act::Keep,
                 };
-                match act {
-                    Act::Keep => out.push(Planned::Keep(i)),
-                    Act::Remove => {
+                match (act, pair) {
+                    (Act::Remove, _) => {
                         self.stats.tool_results_removed += 1;
                         self.stats.messages_dropped += 1;
                     }
-                    Act::Placeholder => {
-                        let p = tool_acts.get(&i).copied().unwrap_or(0);
-                        let (name, id) = (pairs[p].name.clone(), pairs[p].id.clone());
-                        let mut value = self.parse(i)?;
-                        let before = self.stats.placeholders;
-                        self.placehold(value.get_mut("content"), &name, &id);
-                        if self.stats.placeholders == before {
-                            out.push(Planned::Keep(i));
-                        } else {
-                            out.push(finish_value(value));
+                    (Act::Placeholder, Some(pair)) => {
+                        let mut edit = self.open(i)?;
+                        match self.placeholder(edit.obj.get("content"), &pair.name, &pair.id) {
+                            Some(marker) => {
+                                edit.obj.set("content", marker);
+                                out.push(edit.finish());
+                            }
+                            None => out.push(Planned::Keep(i)),
                         }
                     }
+                    _ => out.push(Planned::Keep(i)),
                 }
                 continue;
             }
             let calls = view.tool_calls();
-            if calls.is_empty() {
-                out.push(Planned::Keep(i));
-                continue;
-            }
             let acts: Vec<Act> = (0..calls.len())
                 .map(|c| {
                     call_acts
@@ -739,48 +824,60 @@ impl Pruner<'_, '_> {
                 })
                 .collect();
             let clears = self.options.clear_tool_inputs && acts.contains(&Act::Placeholder);
-            if acts.iter().all(|a| *a == Act::Keep) || (!clears && !acts.contains(&Act::Remove)) {
+            if !acts.contains(&Act::Remove) && !clears {
                 out.push(Planned::Keep(i));
                 continue;
             }
-            let mut value = self.parse(i)?;
-            let Some(obj) = value.as_object_mut() else {
-                out.push(Planned::Keep(i));
-                continue;
-            };
-            if let Some(Value::Array(list)) = obj.get_mut("tool_calls") {
-                let old = std::mem::take(list);
-                for (c, mut call) in old.into_iter().enumerate() {
-                    match acts.get(c).copied().unwrap_or(Act::Keep) {
-                        Act::Remove => {
-                            self.stats.tool_calls_removed += 1;
-                            continue;
-                        }
-                        Act::Placeholder => {
-                            let slot = call
-                                .get_mut("function")
-                                .and_then(|f| f.get_mut("arguments"));
-                            self.clear_input(slot);
-                        }
-                        Act::Keep => {}
+            let mut edit = self.open(i)?;
+            let mut changed = false;
+            let list = edit
+                .obj
+                .get("tool_calls")
+                .and_then(Slot::raw)
+                .and_then(Slot::elements);
+            let mut kept = Vec::new();
+            for (c, mut call) in list.unwrap_or_default().into_iter().enumerate() {
+                match acts.get(c).copied().unwrap_or(Act::Keep) {
+                    Act::Remove => {
+                        self.stats.tool_calls_removed += 1;
+                        changed = true;
+                        continue;
                     }
-                    list.push(call);
+                    Act::Placeholder => {
+                        let cpath = format!("{path}.tool_calls[{c}]");
+                        let function = as_object(&mut call, &cpath)?.get_mut("function");
+                        if let Some(function) = function {
+                            let f = as_object(function, &format!("{cpath}.function"))?;
+                            if let Some(empty) = self.cleared_input(f.get("arguments")) {
+                                f.set("arguments", empty);
+                                changed = true;
+                            }
+                        }
+                    }
+                    Act::Keep => {}
                 }
-                if list.is_empty() {
-                    obj.remove("tool_calls");
-                }
+                kept.push(call);
             }
-            let empty_content = match obj.get("content") {
-                None | Some(Value::Null) => true,
-                Some(Value::String(s)) => s.is_empty(),
-                Some(Value::Array(a)) => a.is_empty(),
-                Some(_) => false,
+            if !changed {
+                out.push(Planned::Keep(i));
+                continue;
+            }
+            let no_calls = kept.is_empty();
+            if no_calls {
+                edit.obj.remove("tool_calls");
+            } else {
+                edit.obj.set("tool_calls", Slot::Array(kept));
+            }
+            let empty_content = match &view.content {
+                ContentView::Missing | ContentView::Null => true,
+                ContentView::Text { empty } => *empty,
+                ContentView::Blocks(blocks) => blocks.is_empty(),
             };
-            if empty_content && !obj.contains_key("tool_calls") {
+            if empty_content && no_calls {
                 self.stats.messages_dropped += 1;
                 continue;
             }
-            out.push(finish_value(value));
+            out.push(edit.finish());
         }
         Ok(out)
     }
@@ -802,55 +899,5 @@ fn survives(view: &MessageView<'_>, acts: &[Act]) -> bool {
     match &view.content {
         ContentView::Blocks(_) => acts.iter().any(|a| *a != Act::Remove),
         _ => true,
-    }
-}
-
-/// Content as blocks: a string becomes one text block; null or missing, none.
-fn into_blocks(content: Value) -> Vec<Value> {
-    match content {
-        Value::Array(blocks) => blocks,
-        Value::String(s) => {
-            let mut block = Map::new();
-            block.insert("type".into(), Value::String("text".into()));
-            block.insert("text".into(), Value::String(s));
-            vec![Value::Object(block)]
-        }
-        Value::Null => Vec::new(),
-        other => vec![other],
-    }
-}
-
-/// Sets `cache_control` on block `block` of `message` (or, for string content, turns the
-/// string into a text block carrying it).
-fn set_cache_control(message: &mut Value, block: Option<usize>, marker: Value) {
-    let Some(obj) = message.as_object_mut() else {
-        return;
-    };
-    match block {
-        Some(b) => {
-            if let Some(Value::Object(blk)) = obj.get_mut("content").and_then(|c| c.get_mut(b)) {
-                blk.insert("cache_control".into(), marker);
-            }
-        }
-        None => {
-            let content = obj.remove("content").unwrap_or(Value::Null);
-            let mut blocks = into_blocks(content);
-            if let Some(Value::Object(last)) = blocks.last_mut() {
-                last.insert("cache_control".into(), marker);
-            }
-            obj.insert("content".into(), Value::Array(blocks));
-        }
-    }
-}
-
-fn finish_value(value: Value) -> Planned {
-    let text = value.to_string();
-    Planned::New { value, text }
-}
-
-fn finish(draft: Draft) -> Planned {
-    match draft.value {
-        None => Planned::Keep(draft.source),
-        Some(value) => finish_value(value),
     }
 }
