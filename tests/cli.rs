@@ -35,7 +35,11 @@ const FIXTURES: &str = include_str!("fixtures/watermark_sessions_dev.jsonl");
 #[test]
 fn watermark_over_the_dev_sessions() {
     let out = condense(&["watermark"], FIXTURES);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = lines(&out);
     assert_eq!(got.len(), 10);
     for (line, input) in got.iter().zip(FIXTURES.lines()) {
@@ -57,7 +61,10 @@ fn a_bad_line_stops_nothing() {
     let got = lines(&out);
     assert_eq!(got.len(), 5);
     assert!(got[0]["messages"].is_array());
-    assert_eq!(got[1]["id"], 2, "unparseable lines are named by their line number");
+    assert_eq!(
+        got[1]["id"], 2,
+        "unparseable lines are named by their line number"
+    );
     assert_eq!(got[1]["error"]["code"], "invalid_json");
     assert_eq!(got[2]["id"], "x");
     assert_eq!(got[2]["error"]["code"], "invalid_message");
@@ -72,7 +79,10 @@ fn options_default_and_per_line() {
     let mut record: Value = serde_json::from_str(good).unwrap();
     record["options"] = serde_json::json!({"placeholder": false});
     let input = format!("{good}\n{record}\n");
-    let out = condense(&["watermark", "--options", r#"{"placeholder": true}"#], &input);
+    let out = condense(
+        &["watermark", "--options", r#"{"placeholder": true}"#],
+        &input,
+    );
     assert!(out.status.success());
     let got = lines(&out);
     assert!(got[0]["stats"]["placeholders"].as_u64().unwrap() > 0);
@@ -108,7 +118,10 @@ fn validate_reports_every_violation() {
         .iter()
         .map(|v| v["code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes, ["first_not_user", "same_role_run", "orphan_tool_use"]);
+    assert_eq!(
+        codes,
+        ["first_not_user", "same_role_run", "orphan_tool_use"]
+    );
 
     let out = condense(&["validate"], FIXTURES);
     assert!(lines(&out).iter().all(|l| l["valid"] == true));
