@@ -1,6 +1,11 @@
-//! Text utilities shared by every operation: token estimation (and, later, sentences,
-//! scoring, shingles).
+//! Text utilities shared by every operation: token estimation, code fences, sentences and
+//! key tokens.
 
+pub mod detect;
+pub mod fences;
+pub mod keys;
+pub mod score;
+pub mod sentences;
 pub mod tokens;
 
 pub use tokens::{count_chars, estimate_tokens};

@@ -1,0 +1,292 @@
+//! What a text is, for the preservation rules of `compress`.
+//!
+//! *Hard* verbatim content must reach the model byte for byte, so a message holding it is kept
+//! whole: source code outside fences, JSON documents, SQL, diffs, stack traces, secrets and keys,
+//! markdown tables. *Soft* verbatim content — URLs, paths, e-mails, numbers, identifiers — only
+//! needs its tokens kept: the message may be summarised as long as the summary carries them (the
+//! key tokens of [`keys`](super::keys)).
+
+/// A kind of hard verbatim content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hard {
+    /// Source code outside fences (most lines look like code).
+    Code,
+    /// A JSON object or array.
+    Json,
+    /// SQL statements.
+    Sql,
+    /// A unified diff.
+    Diff,
+    /// A stack trace.
+    StackTrace,
+    /// A secret or key (`sk-…`, `AKIA…`, `ghp_…`, PEM blocks).
+    Secret,
+    /// A markdown table.
+    Table,
+}
+
+impl Hard {
+    /// The kind's name, as used in traces.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Hard::Code => "code",
+            Hard::Json => "json",
+            Hard::Sql => "sql",
+            Hard::Diff => "diff",
+            Hard::StackTrace => "stack_trace",
+            Hard::Secret => "secret",
+            Hard::Table => "table",
+        }
+    }
+}
+
+/// The first kind of hard verbatim content found in `text`, if any.
+///
+/// ```
+/// use condense::text::detect::{hard, Hard};
+/// assert_eq!(hard("SELECT id, name FROM users WHERE age > 30;"), Some(Hard::Sql));
+/// assert_eq!(hard("Traceback (most recent call last):\n  File \"a.py\", line 3"), Some(Hard::StackTrace));
+/// assert_eq!(hard("The build failed because the cache was stale."), None);
+/// ```
+pub fn hard(text: &str) -> Option<Hard> {
+    if is_secret(text) {
+        return Some(Hard::Secret);
+    }
+    if is_json(text) {
+        return Some(Hard::Json);
+    }
+    if is_stack_trace(text) {
+        return Some(Hard::StackTrace);
+    }
+    if is_diff(text) {
+        return Some(Hard::Diff);
+    }
+    if is_table(text) {
+        return Some(Hard::Table);
+    }
+    if is_sql(text) {
+        return Some(Hard::Sql);
+    }
+    if is_code(text) {
+        return Some(Hard::Code);
+    }
+    None
+}
+
+/// A JSON object or array (not a bare scalar) of at least 2 characters.
+pub fn is_json(text: &str) -> bool {
+    let t = text.trim();
+    (t.starts_with('{') && t.ends_with('}') || t.starts_with('[') && t.ends_with(']'))
+        && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok()
+}
+
+fn is_secret(text: &str) -> bool {
+    if text.contains("-----BEGIN ") && text.contains(" KEY-----") {
+        return true;
+    }
+    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '=' | ':' | ','))
+        .any(|t| {
+            let prefixed = [
+                "sk-",
+                "sk_live_",
+                "sk_test_",
+                "ghp_",
+                "gho_",
+                "github_pat_",
+                "xoxb-",
+                "xoxp-",
+                "AKIA",
+                "AIza",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
+            let alnum = t.bytes().filter(|b| b.is_ascii_alphanumeric()).count();
+            // A long opaque token mixing letters and digits (API keys, tokens, hashes).
+            let opaque = t.len() >= 32
+                && alnum * 10 >= t.len() * 9
+                && t.bytes().any(|b| b.is_ascii_digit())
+                && t.bytes().any(|b| b.is_ascii_uppercase())
+                && t.bytes().any(|b| b.is_ascii_lowercase())
+                && !t.contains('/');
+            prefixed || opaque
+        })
+}
+
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim().is_empty())
+}
+
+fn is_stack_trace(text: &str) -> bool {
+    if text.contains("Traceback (most recent call last)") || text.contains("panicked at ") {
+        return true;
+    }
+    let frames = lines(text)
+        .filter(|l| {
+            let t = l.trim_start();
+            (t.starts_with("at ") && t.contains('(') && t.contains(':'))
+                || (t.starts_with("File \"") && t.contains(", line "))
+                || t.starts_with("Caused by:")
+        })
+        .count();
+    frames >= 2
+}
+
+fn is_diff(text: &str) -> bool {
+    let mut hunks = 0;
+    let mut changed = 0;
+    for l in lines(text) {
+        if l.starts_with("@@ ")
+            || l.starts_with("diff --git ")
+            || l.starts_with("+++ ")
+            || l.starts_with("--- a/")
+        {
+            hunks += 1;
+        } else if (l.starts_with('+') || l.starts_with('-'))
+            && !l.starts_with("- ")
+            && !l.starts_with("+ ")
+        {
+            changed += 1;
+        }
+    }
+    hunks >= 1 && changed >= 2
+}
+
+fn is_table(text: &str) -> bool {
+    let rows: Vec<&str> = lines(text)
+        .filter(|l| l.trim_start().starts_with('|'))
+        .collect();
+    rows.len() >= 3
+        && rows.iter().any(|r| {
+            let t = r.trim();
+            t.contains("---") && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+        })
+}
+
+fn is_sql(text: &str) -> bool {
+    let upper = text.to_ascii_uppercase();
+    let has = |s: &str| upper.contains(s);
+    (has("SELECT ") && has(" FROM "))
+        || has("INSERT INTO ")
+        || (has("UPDATE ") && has(" SET "))
+        || has("DELETE FROM ")
+        || has("CREATE TABLE ")
+        || has("ALTER TABLE ")
+}
+
+fn is_code(text: &str) -> bool {
+    let all: Vec<&str> = lines(text).collect();
+    if all.len() < 3 {
+        return false;
+    }
+    let code = all
+        .iter()
+        .filter(|l| {
+            let t = l.trim();
+            let ends = t.ends_with(';')
+                || t.ends_with('{')
+                || t.ends_with('}')
+                || t.ends_with("):")
+                || t.ends_with(')');
+            let starts = [
+                "def ",
+                "class ",
+                "import ",
+                "from ",
+                "fn ",
+                "let ",
+                "const ",
+                "var ",
+                "function ",
+                "return ",
+                "if (",
+                "for (",
+                "while (",
+                "#include",
+                "public ",
+                "private ",
+                "}",
+                "//",
+                "pub fn ",
+                "use ",
+                "package ",
+            ]
+            .iter()
+            .any(|k| t.starts_with(k));
+            let assign =
+                t.contains(" = ") && !t.contains(". ") && t.split_whitespace().count() <= 8;
+            ends || starts || assign
+        })
+        .count();
+    code * 10 >= all.len() * 6
+}
+
+/// Structured tool output (seed 002): 6+ non-empty lines, more than one line per 80
+/// characters, and more than half the lines structural (file:line references, bullets,
+/// key-value pairs, status words, table rows).
+pub fn is_structured(text: &str) -> bool {
+    let all: Vec<&str> = lines(text).collect();
+    if all.len() < 6 || all.len() * 80 < text.len() {
+        return false;
+    }
+    let structural = all.iter().filter(|l| is_structural_line(l)).count();
+    structural * 2 > all.len()
+}
+
+/// A line of structured output: a `path:line` reference, a bullet, `key: value` or `key=value`,
+/// a status word, a table row, or a listing entry (one token).
+pub fn is_structural_line(line: &str) -> bool {
+    let t = line.trim();
+    if t.is_empty() {
+        return false;
+    }
+    let first = t.split_whitespace().next().unwrap_or("");
+    let grep = first.contains(':')
+        && first
+            .split(':')
+            .nth(1)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let bullet = t.starts_with("- ") || t.starts_with("* ") || t.starts_with("• ");
+    let kv = t.split_once([':', '=']).is_some_and(|(k, v)| {
+        !k.trim().is_empty() && !k.trim().contains(' ') && !v.trim().is_empty()
+    });
+    let status = [
+        "PASS", "FAIL", "ok", "OK", "ERROR", "WARN", "WARNING", "SKIP", "error:", "warning:",
+        "test ",
+    ]
+    .iter()
+    .any(|s| t.starts_with(s));
+    let row = t.starts_with('|');
+    let single = !t.contains(' ') && t.len() < 120;
+    grep || bullet || kv || status || row || single
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hard_kinds() {
+        assert_eq!(hard(r#"{"a": [1, 2]}"#), Some(Hard::Json));
+        assert_eq!(hard("[1, 2"), None);
+        assert_eq!(hard("key: sk-abcdefghijklmnopqrstu123"), Some(Hard::Secret));
+        assert_eq!(
+            hard("diff --git a/x b/x\n@@ -1,2 +1,2 @@\n-old line\n+new line\n"),
+            Some(Hard::Diff)
+        );
+        assert_eq!(hard("| a | b |\n|---|---|\n| 1 | 2 |"), Some(Hard::Table));
+        assert_eq!(
+            hard("fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}"),
+            Some(Hard::Code)
+        );
+        assert_eq!(hard("I think we should:\n- go\n- stay\nand decide."), None);
+        assert_eq!(hard("Error: at line 3 (x)"), None);
+    }
+
+    #[test]
+    fn structured() {
+        let grep = "src/a.rs:10: fn a\nsrc/a.rs:20: fn b\nsrc/b.rs:3: fn c\nsrc/c.rs:7: x\nsrc/d.rs:9: y\nsrc/e.rs:1: z\n";
+        assert!(is_structured(grep));
+        let prose = "This is a long paragraph.\nIt spans lines.\nBut it is prose, written by a person.\nIt has sentences.\nAnd more of them.\nThe end of it.";
+        assert!(!is_structured(prose));
+    }
+}

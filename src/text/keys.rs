@@ -1,0 +1,299 @@
+//! Key tokens: the identifiers, numbers, paths, URLs and code spans a reader (or an agent's
+//! next tool call) needs verbatim. Summaries keep the sentences that carry them and append the
+//! ones left out; dedup and scoring count them.
+//!
+//! A token is a run between separators (white space, quotes, brackets, `,;|*=` and backticks),
+//! stripped of leading `(`/`[` and trailing `.:!?)]`. It is a key when it matches one of the
+//! rules below, in order (first rule wins):
+//!
+//! | kind | examples |
+//! |---|---|
+//! | url | `https://x.org/a`, `www.rust-lang.org`, `ops@example.com` |
+//! | number | `11/2022`, `2026-12-01`, `14:30`, `v1.2.3`, `$1,200.50`, `45%`, `500MB` (≥ 2 digits) |
+//! | path | `src/app/main.rs`, `~/.config`, `../x`, `model.onnx` |
+//! | identifier | `--dry-run`, `snake_case`, `camelCase`, `PascalCase`, `serde_json::Value`-like dotted names, `toolu_01ab`, `HTTP` |
+//! | code | the content of a `` `code span` `` |
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// What a key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeyKind {
+    /// A URL or an e-mail address.
+    Url,
+    /// A number of two or more digits, a date, a time, a version, an amount.
+    Number,
+    /// A file path or a file name with a known extension.
+    Path,
+    /// An identifier: snake/camel/Pascal case, dotted name, letters with digits, ALLCAPS, a flag.
+    Identifier,
+    /// The content of an inline code span.
+    Code,
+}
+
+const FILE_EXT: &str = "py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|txt|csv|tsv|pdf|png|jpe?g|gif|svg|webp|ico|html?|css|scss|ya?ml|xml|toml|ini|cfg|conf|env|sh|bash|zsh|ps1|bat|rs|go|java|kt|kts|scala|c|h|cpp|hpp|cc|cs|rb|php|swift|m|sql|db|sqlite|log|lock|zip|gz|tgz|tar|whl|docx?|xlsx?|pptx?|mp3|mp4|wav|avi|mov|mkv|r|lua|pl|dart|vue|svelte|bin|exe|dll|so|dylib|onnx|pt|pth|pkl|npy|npz|parquet|wasm|tex|bib|rst|dxf|apk|jar|war|proto|graphql|gradle|tf|dockerfile|makefile|cmake|mk|patch|diff|pem|crt|key|pub|repo|service|plist|xib|sln|csproj|vcxproj";
+
+struct Rules {
+    rules: Vec<(KeyKind, Regex)>,
+    ordinal: Option<Regex>,
+    initials: Option<Regex>,
+}
+
+fn rules() -> &'static Rules {
+    static RULES: OnceLock<Rules> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let src: Vec<(KeyKind, String)> = vec![
+            (KeyKind::Url, r"^(?:https?://|www\.)[^ \t\n\r]{3,}$".into()),
+            (KeyKind::Url, r"^[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+$".into()),
+            (
+                KeyKind::Number,
+                r"^(?:[0-9]{1,4}/[0-9]{1,2}(?:/[0-9]{2,4})?|[0-9]{1,4}\.[0-9]{1,2}(?:\.[0-9]{2,4})?|[0-9]{1,4}-[0-9]{1,2}(?:-[0-9]{2,4})?|[0-9]{1,2}/[0-9]{4})$".into(),
+            ),
+            (
+                KeyKind::Path,
+                r"^(?:~|\.{1,2})?/?[A-Za-z0-9_.@-]+(?:[/\\][A-Za-z0-9_.@-]+)+[/\\]?$".into(),
+            ),
+            (
+                KeyKind::Path,
+                format!(r"^[A-Za-z0-9_-]{{2,}}(?:\.[A-Za-z0-9_-]+)*\.(?i:{FILE_EXT})$"),
+            ),
+            (KeyKind::Number, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9:.]+Z?)?$".into()),
+            (KeyKind::Number, r"^[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?$".into()),
+            (KeyKind::Number, r"^v?[0-9]+\.[0-9]+(?:\.[0-9]+)+$".into()),
+            (
+                KeyKind::Number,
+                r"^[-+]?[$€£]?[0-9][0-9,]*(?:\.[0-9]+)?(?:%|[kKmMbBx]|ms|s|px|em|GB|MB|KB|GiB|MiB)?$".into(),
+            ),
+            (KeyKind::Identifier, r"^-{1,2}[A-Za-z][A-Za-z0-9_-]+$".into()),
+            (KeyKind::Identifier, r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$".into()),
+            (KeyKind::Identifier, r"^[a-z]+[A-Z][A-Za-z0-9]*$".into()),
+            (KeyKind::Identifier, r"^[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$".into()),
+            (
+                KeyKind::Identifier,
+                r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+$".into(),
+            ),
+        ];
+        let rules = src
+            .into_iter()
+            .filter_map(|(k, s)| Regex::new(&s).ok().map(|r| (k, r)))
+            .collect();
+        Rules {
+            rules,
+            ordinal: Regex::new(r"^[0-9]+(?:st|nd|rd|th|s|ST|ND|RD|TH|S)$").ok(),
+            initials: Regex::new(r"^[A-Za-z](?:\.[A-Za-z])+$").ok(),
+        }
+    })
+}
+
+/// The kind of a single token, if it is a key.
+pub fn classify(token: &str) -> Option<KeyKind> {
+    let len = token.chars().count();
+    if !(2..=160).contains(&len) {
+        return None;
+    }
+    let unescaped;
+    let t = if token.contains("\\_") {
+        unescaped = token.replace("\\_", "_");
+        unescaped.as_str()
+    } else {
+        token
+    };
+    let r = rules();
+    let matches = |re: &Option<Regex>| re.as_ref().is_some_and(|re| re.is_match(t));
+    if matches(&r.ordinal) || matches(&r.initials) {
+        return None;
+    }
+    for (kind, re) in &r.rules {
+        if !re.is_match(t) {
+            continue;
+        }
+        match kind {
+            KeyKind::Number if t.bytes().filter(u8::is_ascii_digit).count() < 2 => return None,
+            KeyKind::Path if t.contains(['/', '\\']) => {
+                let segs = t.split(['/', '\\']).filter(|s| !s.is_empty()).count();
+                let rooted =
+                    t.starts_with(['/', '\\', '~']) || t.starts_with("./") || t.starts_with("../");
+                let has_ext = t.rsplit_once('.').is_some_and(|(_, e)| {
+                    (1..=6).contains(&e.len()) && e.bytes().all(|b| b.is_ascii_alphanumeric())
+                });
+                if !rooted && segs < 3 && !has_ext && !t.bytes().any(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        return Some(*kind);
+    }
+    // Letters with digits (`toolu_01ab`, `card_3456`, `B0B1`), then ALLCAPS.
+    let b = t.as_bytes();
+    let ok_chars = b
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if ok_chars
+        && b.len() >= 3
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().any(u8::is_ascii_alphabetic)
+        && b.iter().any(u8::is_ascii_digit)
+    {
+        return Some(KeyKind::Identifier);
+    }
+    if b.len() >= 3
+        && b[0].is_ascii_uppercase()
+        && b.iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+    {
+        return Some(KeyKind::Identifier);
+    }
+    None
+}
+
+fn is_separator(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '|'
+                | '*'
+                | '='
+                | '`'
+        )
+}
+
+/// The key tokens of `text` with their kinds, unique, in order of first occurrence (code
+/// spans first).
+///
+/// ```
+/// use condense::text::keys::{extract, KeyKind};
+/// let keys = extract("Booked flight 3426812 on 2026-12-01 via `book_flight`; see docs/api.md.");
+/// assert_eq!(keys, vec![
+///     ("book_flight".to_string(), KeyKind::Code),
+///     ("3426812".to_string(), KeyKind::Number),
+///     ("2026-12-01".to_string(), KeyKind::Number),
+///     ("docs/api.md".to_string(), KeyKind::Path),
+/// ]);
+/// ```
+pub fn extract(text: &str) -> Vec<(String, KeyKind)> {
+    let mut out: Vec<(String, KeyKind)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // Code spans.
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        match after.find(['`', '\n']) {
+            Some(close) if after.as_bytes()[close] == b'`' => {
+                let span = after[..close].trim();
+                let n = after[..close].chars().count();
+                if (2..=80).contains(&n)
+                    && span.chars().count() >= 2
+                    && span.bytes().any(|b| b.is_ascii_alphanumeric())
+                    && seen.insert(span.to_string())
+                {
+                    out.push((span.to_string(), KeyKind::Code));
+                }
+                rest = &after[close + 1..];
+            }
+            Some(close) => rest = &after[close..],
+            None => break,
+        }
+    }
+    for raw in text.split(is_separator) {
+        let t = raw.trim_start_matches(['(', '[']);
+        let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
+        if t.is_empty() || seen.contains(t) {
+            continue;
+        }
+        if let Some(kind) = classify(t) {
+            seen.insert(t.to_string());
+            out.push((t.to_string(), kind));
+        }
+    }
+    out
+}
+
+/// Whether `hay` contains `key` as a whole token: no ASCII letter, digit or `_` right before or
+/// after it (where the key itself starts or ends with one).
+pub fn contains_token(hay: &str, key: &str) -> bool {
+    if key.is_empty() {
+        return false;
+    }
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let kb = key.as_bytes();
+    let (check_l, check_r) = (word(kb[0]), word(kb[kb.len() - 1]));
+    let hb = hay.as_bytes();
+    let mut from = 0;
+    while let Some(off) = hay[from..].find(key) {
+        let i = from + off;
+        let j = i + key.len();
+        let ok_l = !check_l || i == 0 || !word(hb[i - 1]);
+        let ok_r = !check_r || j >= hb.len() || !word(hb[j]);
+        if ok_l && ok_r {
+            return true;
+        }
+        from = i + hay[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        let r = rules();
+        assert_eq!(r.rules.len(), 14);
+        assert!(r.ordinal.is_some() && r.initials.is_some());
+    }
+
+    #[test]
+    fn kinds() {
+        let cases = [
+            ("https://example.com/x", Some(KeyKind::Url)),
+            ("ops@example.com", Some(KeyKind::Url)),
+            ("11/2022", Some(KeyKind::Number)),
+            ("v1.2.3", Some(KeyKind::Number)),
+            ("$1,200.50", Some(KeyKind::Number)),
+            ("45%", Some(KeyKind::Number)),
+            ("7", None),
+            ("1st", None),
+            ("src/app/main.rs", Some(KeyKind::Path)),
+            ("and/or", None),
+            ("model.onnx", Some(KeyKind::Path)),
+            ("--dry-run", Some(KeyKind::Identifier)),
+            ("snake_case", Some(KeyKind::Identifier)),
+            ("my\\_var", Some(KeyKind::Identifier)),
+            ("camelCase", Some(KeyKind::Identifier)),
+            ("WebSocket", Some(KeyKind::Identifier)),
+            ("os.path.join", Some(KeyKind::Identifier)),
+            ("serde.json", Some(KeyKind::Path)),
+            ("toolu01ab", Some(KeyKind::Identifier)),
+            ("HTTP", Some(KeyKind::Identifier)),
+            ("e.g", None),
+            ("Hello", None),
+            ("the", None),
+        ];
+        for (t, want) in cases {
+            assert_eq!(classify(t), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn whole_tokens() {
+        assert!(contains_token("id=card_3456.", "card_3456"));
+        assert!(!contains_token("card_34567", "card_3456"));
+        assert!(contains_token("é card_3456", "card_3456"));
+        assert!(!contains_token("", "x"));
+    }
+}

@@ -1,0 +1,202 @@
+//! The deterministic sentence scorer of extractive summaries.
+//!
+//! Seed 002's signals, per sentence:
+//!
+//! | signal | points |
+//! |---|---|
+//! | camelCase, PascalCase or snake_case identifier | +3 each |
+//! | emphasis word (`importantly`, `however`, `critical`, `must`, …) | +4 once |
+//! | number with a unit (`10 seconds`, `500 MB`, `3x`) | +2 each |
+//! | vowelless abbreviation of 3+ letters (`npm`, `ssh`) | +2 each |
+//! | status word (`PASS`, `FAIL`, `ERROR`, `WARNING`, `WARN`) | +3 each |
+//! | grep-style reference (`src/foo.ts:42`) | +2 each |
+//! | length 40–120 characters | +2 |
+//! | filler opening (`great`, `sure`, `ok`, `thanks`, …) | −10 |
+//!
+//! and seed 004's: other key tokens (numbers, paths, URLs, code spans; see [`keys`](super::keys))
+//! +1 each, and informative length (+1 for 8–40 words, −2 under 4 words). Position and query
+//! relevance are added by the summariser, which knows the document.
+
+use super::keys::{self, KeyKind};
+
+const EMPHASIS: [&str; 16] = [
+    "important",
+    "importantly",
+    "however",
+    "critical",
+    "critically",
+    "must",
+    "never",
+    "always",
+    "required",
+    "requires",
+    "note",
+    "warning",
+    "key",
+    "essential",
+    "crucial",
+    "but",
+];
+const FILLER: [&str; 14] = [
+    "great",
+    "sure",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "certainly",
+    "absolutely",
+    "hello",
+    "hi",
+    "glad",
+    "awesome",
+    "perfect",
+    "cool",
+];
+const STATUS: [&str; 6] = ["PASS", "PASSED", "FAIL", "FAILED", "ERROR", "WARNING"];
+const UNITS: [&str; 32] = [
+    "ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour",
+    "hours", "day", "days", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "b", "bytes", "%", "x",
+    "px", "km", "m", "kg", "usd", "eur",
+];
+
+/// The seed-002 and seed-004 score of one sentence (see the module docs).
+///
+/// ```
+/// use condense::text::score::score_sentence;
+/// assert!(score_sentence("The parseConfig call in src/app.ts:42 must FAIL after 30 seconds.") > 10.0);
+/// assert!(score_sentence("Sure, happy to help!") < 0.0);
+/// ```
+pub fn score_sentence(sentence: &str) -> f64 {
+    let mut score = 0.0;
+    let words: Vec<&str> = sentence
+        .split(|c: char| c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let clean = |w: &str| -> String {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '%')
+            .to_string()
+    };
+    let mut emphasis = false;
+    for (i, raw) in words.iter().enumerate() {
+        let w = clean(raw);
+        if w.is_empty() {
+            continue;
+        }
+        let lower = w.to_ascii_lowercase();
+        if is_camel(&w) || is_pascal(&w) || is_snake(&w) {
+            score += 3.0;
+        }
+        if !emphasis && EMPHASIS.contains(&lower.as_str()) {
+            emphasis = true;
+            score += 4.0;
+        }
+        if STATUS.contains(&w.as_str()) || w == "WARN" {
+            score += 3.0;
+        }
+        if is_vowelless(&w) {
+            score += 2.0;
+        }
+        // Number followed by a unit, or with the unit attached.
+        let digits = w
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.' || *b == b',')
+            .count();
+        if digits > 0 && w.as_bytes()[0].is_ascii_digit() {
+            let attached = &lower[digits..];
+            let next = words.get(i + 1).map(|n| clean(n).to_ascii_lowercase());
+            if (!attached.is_empty() && UNITS.contains(&attached))
+                || next.as_deref().is_some_and(|n| UNITS.contains(&n))
+            {
+                score += 2.0;
+            }
+        }
+        if is_grep_ref(raw) {
+            score += 2.0;
+        }
+    }
+    for (key, kind) in keys::extract(sentence) {
+        let counted =
+            kind == KeyKind::Identifier && (is_camel(&key) || is_pascal(&key) || is_snake(&key));
+        if !counted {
+            score += 1.0;
+        }
+    }
+    let len = sentence.chars().count();
+    if (40..=120).contains(&len) {
+        score += 2.0;
+    }
+    match words.len() {
+        0..=3 => score -= 2.0,
+        8..=40 => score += 1.0,
+        _ => {}
+    }
+    if let Some(first) = words.first() {
+        if FILLER.contains(&clean(first).to_ascii_lowercase().as_str()) {
+            score -= 10.0;
+        }
+    }
+    score
+}
+
+fn is_camel(w: &str) -> bool {
+    let b = w.as_bytes();
+    b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.iter().skip(1).any(u8::is_ascii_uppercase)
+        && b.iter().all(u8::is_ascii_alphanumeric)
+}
+
+fn is_pascal(w: &str) -> bool {
+    let b = w.as_bytes();
+    b.len() > 2
+        && b[0].is_ascii_uppercase()
+        && b[1].is_ascii_lowercase()
+        && b.iter().skip(2).any(u8::is_ascii_uppercase)
+        && b.iter().all(u8::is_ascii_alphanumeric)
+}
+
+fn is_snake(w: &str) -> bool {
+    let t = w.trim_matches('_');
+    t.contains('_')
+        && t.split('_')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+        && t.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+fn is_vowelless(w: &str) -> bool {
+    w.len() >= 3
+        && w.bytes().all(|b| b.is_ascii_lowercase())
+        && !w
+            .bytes()
+            .any(|b| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
+}
+
+fn is_grep_ref(raw: &str) -> bool {
+    // path:line or path:line:col
+    let mut parts = raw.trim_end_matches([',', '.', ')']).split(':');
+    let (Some(path), Some(line)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    path.contains(['/', '.'])
+        && path.len() > 2
+        && !line.is_empty()
+        && line.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals() {
+        assert!(is_camel("parseConfig") && !is_camel("parse"));
+        assert!(is_pascal("WebSocket") && !is_pascal("Hello") && !is_pascal("HTTP"));
+        assert!(is_snake("my_var") && !is_snake("_"));
+        assert!(is_vowelless("npm") && !is_vowelless("the"));
+        assert!(is_grep_ref("src/foo.ts:42:") && !is_grep_ref("time:12"));
+        let plain = score_sentence("This is a sentence about nothing in particular at all today.");
+        let rich = score_sentence("This is a sentence about parse_config and WebSocket at 10 ms.");
+        assert!(rich > plain + 6.0, "{rich} vs {plain}");
+        assert!(score_sentence("Thanks, that works.") < plain);
+    }
+}

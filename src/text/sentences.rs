@@ -1,0 +1,210 @@
+//! Paragraphs and sentences, as byte spans of the original text.
+//!
+//! Paragraphs are separated by blank lines. Inside a paragraph, a list item or a line that
+//! starts a new block (`- `, `* `, `1. `, `#`, `|`) starts a new sentence, and a sentence ends
+//! at `.`, `!` or `?` followed by white space and then a capital, a digit, a quote or a bracket
+//! — except after common abbreviations (`e.g.`, `Mr.`, `vs.`) and single initials.
+
+use std::ops::Range;
+
+/// A sentence: its span in the text, its paragraph, and its index within the paragraph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sentence {
+    /// Byte span in the original text (trimmed of surrounding white space).
+    pub span: Range<usize>,
+    /// Index of its paragraph.
+    pub paragraph: usize,
+    /// Index within its paragraph.
+    pub index: usize,
+}
+
+const ABBREVIATIONS: [&str; 24] = [
+    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "no", "fig",
+    "approx", "inc", "ltd", "co", "cf", "al", "eq", "vol", "pp", "ca",
+];
+
+/// Paragraph spans (trimmed, non-empty), separated by blank lines.
+pub fn paragraphs(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut last_end = 0;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        let blank = line.trim().is_empty();
+        if blank {
+            if let Some(s) = start.take() {
+                out.push(s..last_end);
+            }
+        } else {
+            if start.is_none() {
+                start = Some(pos + (line.len() - line.trim_start().len()));
+            }
+            last_end = pos + line.trim_end().len();
+        }
+        pos += line.len();
+    }
+    if let Some(s) = start {
+        out.push(s..last_end);
+    }
+    out
+}
+
+fn starts_block(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("- ")
+        || t.starts_with("* ")
+        || t.starts_with("+ ")
+        || t.starts_with('#')
+        || t.starts_with('|')
+        || t.starts_with('>')
+        || {
+            let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && digits < 4 && matches!(t.as_bytes().get(digits), Some(b'.' | b')'))
+        }
+}
+
+/// Splits `text` into sentences.
+///
+/// ```
+/// use condense::text::sentences::split;
+/// let text = "The fix is in src/app.rs. Tests pass, e.g. the login test!\n\nNext: deploy v1.2.";
+/// let s: Vec<&str> = split(text).iter().map(|s| &text[s.span.clone()]).collect();
+/// assert_eq!(s, ["The fix is in src/app.rs.", "Tests pass, e.g. the login test!", "Next: deploy v1.2."]);
+/// ```
+pub fn split(text: &str) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    for (p, para) in paragraphs(text).into_iter().enumerate() {
+        let mut index = 0;
+        let mut push = |range: Range<usize>, out: &mut Vec<Sentence>| {
+            let slice = &text[range.clone()];
+            let lead = slice.len() - slice.trim_start().len();
+            let trail = slice.len() - slice.trim_end().len();
+            let span = range.start + lead..range.end - trail;
+            if span.start < span.end {
+                out.push(Sentence {
+                    span,
+                    paragraph: p,
+                    index,
+                });
+                index += 1;
+            }
+        };
+        // Lines that start blocks split first.
+        let mut line_starts = vec![para.start];
+        let mut pos = para.start;
+        for line in text[para.clone()].split_inclusive('\n') {
+            let next = pos + line.len();
+            // A line that starts a block begins a sentence; a header or table row ends one.
+            let ends_line = matches!(line.trim_start().as_bytes().first(), Some(b'#' | b'|'));
+            if next < para.end && (ends_line || starts_block(&text[next..para.end])) {
+                line_starts.push(next);
+            }
+            pos = next;
+        }
+        line_starts.push(para.end);
+        for w in line_starts.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let mut start = a;
+            for end in sentence_ends(&text[a..b]) {
+                push(start..a + end, &mut out);
+                start = a + end;
+            }
+            push(start..b, &mut out);
+        }
+    }
+    out
+}
+
+/// Byte offsets (exclusive ends) of sentence ends inside `s`, excluding its own end.
+fn sentence_ends(s: &str) -> Vec<usize> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if matches!(b, b'.' | b'!' | b'?') {
+            // Run of terminators ("?!", "...").
+            let mut j = i + 1;
+            while j < bytes.len() && matches!(bytes[j], b'.' | b'!' | b'?' | b'"' | b'\'' | b')') {
+                j += 1;
+            }
+            let ws = bytes[j..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+            if ws > 0 && j + ws < bytes.len() {
+                let next = s[j + ws..].chars().next().unwrap_or(' ');
+                let opens = next.is_uppercase()
+                    || next.is_ascii_digit()
+                    || matches!(next, '"' | '\'' | '(' | '[' | '`' | '*');
+                if opens && !(b == b'.' && is_abbreviation(&s[..i])) {
+                    out.push(j);
+                }
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether the word just before a `.` is an abbreviation or a single initial.
+fn is_abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    if word.chars().count() == 1 && word.chars().all(char::is_alphabetic) {
+        return true;
+    }
+    let lower = word.to_ascii_lowercase();
+    ABBREVIATIONS.contains(&lower.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(text: &str) -> Vec<&str> {
+        split(text).iter().map(|s| &text[s.span.clone()]).collect()
+    }
+
+    #[test]
+    fn lists_and_headers_split() {
+        let t = "Steps:\n- install it\n- run it. Then check.\n# Notes\nDone";
+        assert_eq!(
+            texts(t),
+            [
+                "Steps:",
+                "- install it",
+                "- run it.",
+                "Then check.",
+                "# Notes",
+                "Done"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_split_inside_numbers_paths_and_initials() {
+        assert_eq!(
+            texts("Version 3.14 is at www.x.com now. J. R. R. Tolkien wrote it."),
+            [
+                "Version 3.14 is at www.x.com now.",
+                "J. R. R. Tolkien wrote it."
+            ]
+        );
+    }
+
+    #[test]
+    fn paragraph_indices() {
+        let s = split("Alpha. Beta.\n\nGamma.");
+        assert_eq!(
+            s.iter().map(|x| (x.paragraph, x.index)).collect::<Vec<_>>(),
+            [(0, 0), (0, 1), (1, 0)]
+        );
+        assert!(split("").is_empty());
+        assert!(split("\n\n  \n").is_empty());
+    }
+}
