@@ -56,6 +56,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod compress;
 pub mod error;
 pub mod message;
 pub mod text;

@@ -17,6 +17,7 @@ mod cli {
     use std::process::ExitCode;
 
     use clap::{Parser, Subcommand, ValueEnum};
+    use condense::compress::{compress_json, uncompress_json, CompressOptions};
     use condense::message::{validate_json, Format, ValidateOptions};
     use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
     use condense::{Error, ErrorKind};
@@ -34,6 +35,16 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Command {
+        /// Compress conversations.
+        /// Lines: {task_id|id?, messages, options?} → {task_id, messages, verbatim, stats, ms}.
+        Compress {
+            /// Default options (JSON); a line's own `options` override them key by key.
+            #[arg(long, value_name = "JSON")]
+            options: Option<String>,
+        },
+        /// Restore compressed conversations.
+        /// Lines: {id?, messages, verbatim} → {id, messages}.
+        Uncompress,
         /// Prune tool history before the newest checkpoint.
         /// Lines: {id?, messages, state?, options?} → {id, messages, state, stats, warnings}.
         Watermark {
@@ -69,6 +80,8 @@ mod cli {
         state: Option<Value>,
         #[serde(default)]
         options: Option<Value>,
+        #[serde(default, borrow)]
+        verbatim: Option<&'a RawValue>,
     }
 
     pub fn main() -> ExitCode {
@@ -84,6 +97,15 @@ mod cli {
             }
         };
         let result = match cli.command {
+            Command::Compress { options } => match parse_object(options.as_deref()) {
+                Ok(defaults) => match CompressOptions::from_value(&Value::Object(defaults.clone()))
+                {
+                    Ok(_) => run(|line| compress(line, &defaults)),
+                    Err(e) => return usage(&e),
+                },
+                Err(e) => return usage(&e),
+            },
+            Command::Uncompress => run(uncompress),
             Command::Watermark { options } => match parse_defaults(options.as_deref()) {
                 Ok(defaults) => run(|line| watermark(line, &defaults)),
                 Err(e) => return usage(&e),
@@ -112,15 +134,18 @@ mod cli {
     }
 
     fn parse_defaults(options: Option<&str>) -> Result<Map<String, Value>, Error> {
+        let map = parse_object(options)?;
+        // Check the defaults alone, so a typo is a usage error, not one per line.
+        WatermarkOptions::from_value(&Value::Object(map.clone()))?;
+        Ok(map)
+    }
+
+    fn parse_object(options: Option<&str>) -> Result<Map<String, Value>, Error> {
         let Some(text) = options else {
             return Ok(Map::new());
         };
         match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => {
-                // Check the defaults alone, so a typo is a usage error, not one per line.
-                WatermarkOptions::from_value(&Value::Object(map.clone()))?;
-                Ok(map)
-            }
+            Ok(Value::Object(map)) => Ok(map),
             Ok(_) => Err(Error::new(
                 ErrorKind::InvalidOptions,
                 "options",
@@ -182,19 +207,8 @@ mod cli {
         let messages = line
             .messages
             .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
-        let mut options = defaults.clone();
-        match line.options {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(own)) => options.extend(own),
-            Some(_) => {
-                return Err(fail(Error::new(
-                    ErrorKind::InvalidOptions,
-                    "options",
-                    "expected a JSON object",
-                )))
-            }
-        }
-        let options = WatermarkOptions::from_value(&Value::Object(options)).map_err(fail)?;
+        let options = merged(defaults, line.options).map_err(fail)?;
+        let options = WatermarkOptions::from_value(&options).map_err(fail)?;
         let state = match &line.state {
             None => WatermarkState::default(),
             Some(v) => WatermarkState::from_value(v).map_err(fail)?,
@@ -207,6 +221,65 @@ mod cli {
             to_json(&out.stats),
             to_json(&out.warnings),
         ))
+    }
+
+    /// The defaults with a line's own options over them, key by key.
+    fn merged(defaults: &Map<String, Value>, own: Option<Value>) -> Result<Value, Error> {
+        let mut options = defaults.clone();
+        match own {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(own)) => options.extend(own),
+            Some(_) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "options",
+                    "expected a JSON object",
+                ))
+            }
+        }
+        Ok(Value::Object(options))
+    }
+
+    fn compress(
+        text: &str,
+        defaults: &Map<String, Value>,
+    ) -> Result<String, (Option<String>, Error)> {
+        let (line, id) = read_line(text)?;
+        let fail = |e: Error| (Some(id.clone()), e);
+        let messages = line
+            .messages
+            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
+        let options = CompressOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
+            .map_err(fail)?;
+        let start = std::time::Instant::now();
+        let out = compress_json(messages.get(), &options).map_err(fail)?;
+        let ms = start.elapsed().as_secs_f64() * 1000.0;
+        let key = if line.task_id.is_some() {
+            "task_id"
+        } else {
+            "id"
+        };
+        let trace = match &out.trace {
+            Some(t) => format!(",\"trace\":{}", to_json(t)),
+            None => String::new(),
+        };
+        Ok(format!(
+            "{{\"{key}\":{id},\"messages\":{},\"verbatim\":{},\"stats\":{},\"ms\":{ms:.3}{trace}}}",
+            out.json,
+            out.verbatim,
+            to_json(&out.stats),
+        ))
+    }
+
+    fn uncompress(text: &str) -> Result<String, (Option<String>, Error)> {
+        let (line, id) = read_line(text)?;
+        let fail = |e: Error| (Some(id.clone()), e);
+        let messages = line
+            .messages
+            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
+        let verbatim = line.verbatim.map(|v| v.get()).unwrap_or("{}");
+        let json = uncompress_json(messages.get(), verbatim).map_err(fail)?;
+        Ok(format!("{{\"id\":{id},\"messages\":{json}}}"))
     }
 
     fn validate(text: &str, format: Option<Format>) -> Result<String, (Option<String>, Error)> {

@@ -3,6 +3,7 @@
 
 pub mod detect;
 pub mod fences;
+pub mod hash;
 pub mod keys;
 pub mod score;
 pub mod sentences;

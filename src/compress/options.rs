@@ -1,0 +1,101 @@
+//! Options of `compress`: one struct shared by Rust, wasm and the CLI.
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{read_json, read_value, Error, ErrorKind};
+use crate::message::Format;
+
+/// Options of `compress`. JSON keys are camelCase; unknown keys are refused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CompressOptions {
+    /// Roles whose messages are never compressed. Default `["system"]` (also `developer`).
+    pub preserve_roles: Vec<String>,
+    /// The last N messages are kept verbatim. Default 4.
+    pub recency_window: usize,
+    /// Content shorter than this many characters is kept. Default 120.
+    pub min_chars: usize,
+    /// Replace exact duplicates (the same text twice) by a reference to the newest copy.
+    /// Default true.
+    pub dedup: bool,
+    /// Also replace near-duplicates (line Jaccard ≥ `fuzzyThreshold`). Default false.
+    pub fuzzy_dedup: bool,
+    /// Similarity from which two texts are near-duplicates (0–1). Default 0.85.
+    pub fuzzy_threshold: f64,
+    /// Regular expressions: content matching any is kept verbatim. Default none.
+    pub preserve_patterns: Vec<String>,
+    /// Relevance target: sentences and entries related to it are kept first. Default none.
+    pub query: Option<String>,
+    /// Code fences are kept verbatim (prose around them may be summarised). Default true.
+    pub preserve_code: bool,
+    /// Return one decision record per message with its reason. Default false.
+    pub trace: bool,
+    /// Force a provider's shape instead of detecting it.
+    pub format: Option<Format>,
+}
+
+impl Default for CompressOptions {
+    fn default() -> Self {
+        CompressOptions {
+            preserve_roles: vec!["system".into(), "developer".into()],
+            recency_window: 4,
+            min_chars: 120,
+            dedup: true,
+            fuzzy_dedup: false,
+            fuzzy_threshold: 0.85,
+            preserve_patterns: Vec::new(),
+            query: None,
+            preserve_code: true,
+            trace: false,
+            format: None,
+        }
+    }
+}
+
+impl CompressOptions {
+    /// Reads options from JSON text; errors name the field (`options.recencyWindow`).
+    pub fn from_json(json: &str) -> Result<CompressOptions, Error> {
+        let o: CompressOptions = read_json(json, ErrorKind::InvalidOptions, "options")?;
+        o.check()?;
+        Ok(o)
+    }
+
+    /// Reads options from a JSON value (`null` is the defaults).
+    pub fn from_value(value: &serde_json::Value) -> Result<CompressOptions, Error> {
+        if value.is_null() {
+            return Ok(CompressOptions::default());
+        }
+        let o: CompressOptions = read_value(value, ErrorKind::InvalidOptions, "options")?;
+        o.check()?;
+        Ok(o)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
+            return Err(Error::new(
+                ErrorKind::InvalidOptions,
+                "options.fuzzyThreshold",
+                "must be between 0 and 1",
+            ));
+        }
+        self.patterns().map(|_| ())
+    }
+
+    /// Compiles `preservePatterns`.
+    pub(crate) fn patterns(&self) -> Result<Vec<Regex>, Error> {
+        self.preserve_patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                Regex::new(p).map_err(|e| {
+                    Error::new(
+                        ErrorKind::InvalidOptions,
+                        format!("options.preservePatterns[{i}]"),
+                        format!("invalid regular expression: {e}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}

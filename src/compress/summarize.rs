@@ -1,0 +1,480 @@
+//! Deterministic summaries: extractive prose (seed 002 + seed 004 signals), code-split,
+//! structured tool output (lines), and JSON tool output.
+//!
+//! Every summary is a body; `compress` wraps it in a `[summary#id: …]` marker and keeps it only
+//! when it is shorter than what it replaces (the size guard).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::text::fences::{self, Segment};
+use crate::text::keys::{self, KeyKind};
+use crate::text::score::score_sentence;
+use crate::text::sentences;
+
+/// How hard to summarise: the share of the original a summary aims at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Level {
+    /// Target size as a fraction of the original characters (seed 002: 0.3).
+    pub ratio: f64,
+    /// Lower bound of the budget in characters (seed 002: 200).
+    pub min_chars: usize,
+    /// Upper bound of the budget in characters (seed 002: 600).
+    pub max_chars: usize,
+    /// How many left-out key tokens may be appended.
+    pub max_keys: usize,
+}
+
+impl Level {
+    /// Seed 002's adaptive budget: `max(200, min(round(len × 0.3), 600))`.
+    pub const DEFAULT: Level = Level {
+        ratio: 0.3,
+        min_chars: 200,
+        max_chars: 600,
+        max_keys: 24,
+    };
+
+    /// The budget in characters for an original of `len` characters.
+    pub fn budget(&self, len: usize) -> usize {
+        let target = (len as f64 * self.ratio).round() as usize;
+        target.clamp(self.min_chars, self.max_chars.max(self.min_chars))
+    }
+
+    /// A tighter level (for budget escalation): half the ratio and bounds.
+    pub fn tighter(&self) -> Level {
+        Level {
+            ratio: self.ratio / 2.0,
+            min_chars: (self.min_chars / 2).max(40),
+            max_chars: (self.max_chars / 2).max(80),
+            max_keys: (self.max_keys / 2).max(4),
+        }
+    }
+}
+
+/// Query terms (lower-cased words of 3+ characters) used for relevance.
+pub fn query_terms(query: Option<&str>) -> HashSet<String> {
+    query
+        .map(|q| {
+            q.split(|c: char| !c.is_alphanumeric() && c != '_')
+                .filter(|w| w.chars().count() >= 3)
+                .map(str::to_lowercase)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn relevance(sentence: &str, terms: &HashSet<String>) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let hits = sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| terms.contains(&w.to_lowercase()))
+        .count();
+    hits as f64 * 3.0
+}
+
+/// An extractive summary of prose: the best sentence of each paragraph first, then the next
+/// best, packed into the level's budget, in reading order, with the key tokens it left out
+/// appended (`| keys: a, b`).
+pub fn prose(text: &str, level: Level, terms: &HashSet<String>) -> String {
+    let sents = sentences::split(text);
+    if sents.is_empty() {
+        return String::new();
+    }
+    let budget = level.budget(text.chars().count());
+    let last_paragraph = sents.last().map(|s| s.paragraph).unwrap_or(0);
+    let scored: Vec<(usize, f64)> = sents
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let t = &text[s.span.clone()];
+            let mut score = score_sentence(t) + relevance(t, terms);
+            // Position (seed 004): a paragraph's first sentence, the first and last paragraphs.
+            if s.index == 0 {
+                score += 1.0;
+            }
+            if s.paragraph == 0 || s.paragraph == last_paragraph {
+                score += 0.5;
+            }
+            (i, score)
+        })
+        .collect();
+    // Primary: the best sentence of each paragraph.
+    let mut primary: Vec<(usize, f64)> = Vec::new();
+    for (i, score) in &scored {
+        let p = sents[*i].paragraph;
+        match primary.iter_mut().find(|(j, _)| sents[*j].paragraph == p) {
+            Some(best) if best.1 >= *score => {}
+            Some(best) => *best = (*i, *score),
+            None => primary.push((*i, *score)),
+        }
+    }
+    let by_score = |v: &mut Vec<(usize, f64)>| {
+        v.sort_by(|a, b| {
+            b.1.partial_cmp(&a.1)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.0.cmp(&b.0))
+        })
+    };
+    by_score(&mut primary);
+    let primaries: HashSet<usize> = primary.iter().map(|p| p.0).collect();
+    let mut secondary: Vec<(usize, f64)> = scored
+        .into_iter()
+        .filter(|(i, _)| !primaries.contains(i))
+        .collect();
+    by_score(&mut secondary);
+
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut used = 0usize;
+    for (i, _) in primary.iter().chain(secondary.iter()) {
+        let len = text[sents[*i].span.clone()].chars().count() + 1;
+        if used + len > budget && !chosen.is_empty() {
+            continue;
+        }
+        if used + len > budget {
+            // Not even one sentence fits: cut the best one at a word boundary.
+            let t = &text[sents[*i].span.clone()];
+            chosen.clear();
+            let cut = cut_at_word(t, budget);
+            return with_keys(cut, text, level.max_keys);
+        }
+        used += len;
+        chosen.push(*i);
+    }
+    chosen.sort_unstable();
+    let body = chosen
+        .iter()
+        .map(|i| text[sents[*i].span.clone()].trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    with_keys(body, text, level.max_keys)
+}
+
+/// `text` cut to at most `max` characters at a word boundary, with `…`.
+pub fn cut_at_word(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let byte_max = text
+        .char_indices()
+        .nth(max)
+        .map(|(b, _)| b)
+        .unwrap_or(text.len());
+    let cut = text[..byte_max]
+        .rfind(char::is_whitespace)
+        .filter(|&b| b > byte_max / 2)
+        .unwrap_or(byte_max);
+    format!("{}…", text[..cut].trim_end())
+}
+
+/// Appends the key tokens of `original` that `body` does not contain (up to `max`).
+fn with_keys(body: String, original: &str, max: usize) -> String {
+    let missing: Vec<String> = keys::extract(original)
+        .into_iter()
+        .filter(|(k, kind)| *kind != KeyKind::Code || k.len() <= 40)
+        .map(|(k, _)| k)
+        .filter(|k| !keys::contains_token(&body, k))
+        .take(max)
+        .collect();
+    if missing.is_empty() {
+        body
+    } else {
+        format!("{body} | keys: {}", missing.join(", "))
+    }
+}
+
+/// Code-split (seed 002): the prose around code fences summarised, every fence kept verbatim.
+/// `None` when there is no fence.
+pub fn code_split(text: &str, level: Level, terms: &HashSet<String>) -> Option<String> {
+    let segments = fences::split(text);
+    if !segments.iter().any(|s| matches!(s, Segment::Code(_))) {
+        return None;
+    }
+    let mut out = String::new();
+    for seg in segments {
+        match seg {
+            Segment::Code(code) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(code.trim_end());
+                out.push('\n');
+            }
+            Segment::Prose(p) if p.trim().chars().count() < 80 => {
+                out.push_str(p.trim());
+                out.push('\n');
+            }
+            Segment::Prose(p) => {
+                out.push_str(&prose(p, level, terms));
+                out.push('\n');
+            }
+        }
+    }
+    Some(out.trim_end().to_string())
+}
+
+/// Structured tool output (seed 002's `summarizeStructured`): the line count, status lines
+/// (errors, failures, warnings) and the paths and other key tokens, within the level's budget.
+pub fn structured(text: &str, level: Level) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let budget = level.budget(text.chars().count());
+    let mut out = format!("{} lines", lines.len());
+    let status: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            let u = l.to_ascii_uppercase();
+            ["FAIL", "ERROR", "WARN", "PANIC", "EXCEPTION", "FATAL"]
+                .iter()
+                .any(|w| u.contains(w))
+        })
+        .collect();
+    if !status.is_empty() {
+        out.push_str("; status: ");
+        let mut used = out.chars().count();
+        for (n, l) in status.iter().enumerate() {
+            let l = cut_at_word(l.trim(), 160);
+            if used + l.chars().count() > budget && n > 0 {
+                out.push_str(&format!(" (+{} more)", status.len() - n));
+                break;
+            }
+            if n > 0 {
+                out.push_str(" / ");
+            }
+            used += l.chars().count() + 3;
+            out.push_str(&l);
+        }
+    }
+    // Paths of `path:line` references, then the other key tokens.
+    let mut all_keys: Vec<String> = Vec::new();
+    for l in &lines {
+        let first = l.split_whitespace().next().unwrap_or("");
+        if let Some((path, rest)) = first.split_once(':') {
+            let line_no = rest.split(':').next().unwrap_or("");
+            if path.contains(['/', '.'])
+                && !line_no.is_empty()
+                && line_no.bytes().all(|b| b.is_ascii_digit())
+                && !all_keys.iter().any(|k| k == path)
+            {
+                all_keys.push(path.to_string());
+            }
+        }
+    }
+    for (k, _) in keys::extract(text) {
+        if !all_keys.contains(&k) {
+            all_keys.push(k);
+        }
+    }
+    all_keys.retain(|k| !keys::contains_token(&out, k));
+    if !all_keys.is_empty() {
+        out.push_str("; keys: ");
+        let room = budget.saturating_sub(out.chars().count());
+        let mut used = 0;
+        for (n, k) in all_keys.iter().enumerate() {
+            if used + k.chars().count() + 2 > room && n > 0 {
+                out.push_str(&format!(" (+{} more)", all_keys.len() - n));
+                break;
+            }
+            if n > 0 {
+                out.push_str(", ");
+            }
+            used += k.chars().count() + 2;
+            out.push_str(k);
+        }
+    }
+    out
+}
+
+/// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
+/// short and summarised by count, range and first items when long, within the level's budget
+/// (identifier-like values are kept first).
+pub fn json(value: &Value, level: Level, original_chars: usize) -> String {
+    let budget = level.budget(original_chars).max(level.min_chars);
+    let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
+    flatten(value, "", &mut entries);
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| (entries[i].2, i));
+    let mut keep: Vec<usize> = Vec::new();
+    let mut used = 0;
+    for i in order {
+        let len = entries[i].0.chars().count() + entries[i].1.chars().count() + 3;
+        if used + len > budget && !keep.is_empty() {
+            continue;
+        }
+        used += len;
+        keep.push(i);
+    }
+    let dropped = entries.len() - keep.len();
+    keep.sort_unstable();
+    let mut out = keep
+        .iter()
+        .map(|&i| {
+            if entries[i].0.is_empty() {
+                entries[i].1.clone()
+            } else {
+                format!("{}={}", entries[i].0, entries[i].1)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if dropped > 0 {
+        out.push_str(&format!(" (+{dropped} more fields)"));
+    }
+    out
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => Some("null".into()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(cut_at_word(s, 80)),
+        _ => None,
+    }
+}
+
+fn priority(path: &str, value: &str) -> u8 {
+    let key = path.rsplit(['.', '[']).next().unwrap_or("");
+    let idish = key.ends_with("id")
+        || key.ends_with("_id")
+        || key.contains("name")
+        || key.contains("status");
+    if idish || keys::classify(value).is_some() {
+        0
+    } else if value.chars().count() <= 24 {
+        1
+    } else {
+        2
+    }
+}
+
+fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                flatten(child, &join(k), out);
+            }
+        }
+        Value::Array(items) => {
+            let scalars: Vec<String> = items.iter().filter_map(scalar).collect();
+            if scalars.len() == items.len() {
+                let short_ids = items
+                    .iter()
+                    .all(|v| v.as_str().is_some_and(|s| s.chars().count() <= 16));
+                let text = if items.len() <= 8 || (short_ids && items.len() <= 64) {
+                    format!("[{}]", scalars.join(", "))
+                } else {
+                    let nums: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
+                    let range = if nums.len() == items.len() {
+                        let lo = nums.iter().cloned().fold(f64::INFINITY, f64::min);
+                        let hi = nums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        format!(", range {lo}–{hi}")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "[{} items{range}: {}, …]",
+                        items.len(),
+                        scalars[..3].join(", ")
+                    )
+                };
+                out.push((path.to_string(), text, 1));
+            } else {
+                for (i, child) in items.iter().enumerate() {
+                    flatten(child, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        other => {
+            if let Some(s) = scalar(other) {
+                let p = priority(path, &s);
+                out.push((path.to_string(), s, p));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_keeps_the_informative_sentences_in_order() {
+        let text = "Sure, happy to help with that. The deploy failed because parse_config \
+            returned an empty map after 30 seconds. I looked around a bit. Restarting the \
+            worker fixed it, see src/worker.rs:88 for the retry loop.\n\nThanks again for \
+            asking. Let me know if there is anything else at all that I can do for you today.";
+        let s = prose(
+            text,
+            Level {
+                ratio: 0.3,
+                min_chars: 60,
+                max_chars: 200,
+                max_keys: 10,
+            },
+            &HashSet::new(),
+        );
+        assert!(s.contains("parse_config"), "{s}");
+        assert!(!s.starts_with("Sure"), "{s}");
+        assert!(s.len() < text.len());
+        // Reading order kept.
+        let a = s.find("deploy failed");
+        let b = s.find("src/worker.rs");
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(a < b);
+        }
+    }
+
+    #[test]
+    fn query_pulls_relevant_sentences() {
+        let text =
+            "The cache is warm. The database migration ran for ten minutes. The queue drained. \
+            The frontend bundle shrank by a lot. Payments were retried twice overnight.";
+        let level = Level {
+            ratio: 0.2,
+            min_chars: 30,
+            max_chars: 60,
+            max_keys: 0,
+        };
+        let s = prose(text, level, &query_terms(Some("payments retried")));
+        assert!(s.contains("Payments"), "{s}");
+    }
+
+    #[test]
+    fn code_split_keeps_fences() {
+        let text = format!("{}\n```rust\nfn main() {{}}\n```\nThat is all.", "Here is a long explanation of the function, why it exists and what it does for the caller. ".repeat(3));
+        let s = code_split(&text, Level::DEFAULT, &HashSet::new()).unwrap();
+        assert!(s.contains("```rust\nfn main() {}\n```"));
+        assert!(code_split("no code", Level::DEFAULT, &HashSet::new()).is_none());
+    }
+
+    #[test]
+    fn json_keeps_ids() {
+        let v: Value = serde_json::from_str(r#"{"booking_id": "3426812", "transaction_id": "45451592", "booking_status": true,
+            "travel_cost_list": [2000.0, 5000.0, 4000.0, 4500.0, 3000.0, 3500.0, 3700.0, 3200.0, 3300.0, 3400.0],
+            "notes": "a very long free text field that goes on and on about nothing in particular for a while longer than eighty characters"}"#).unwrap();
+        let s = json(&v, Level::DEFAULT, 400);
+        assert!(
+            s.contains("booking_id=3426812") && s.contains("45451592"),
+            "{s}"
+        );
+        assert!(s.contains("10 items, range 2000–5000"), "{s}");
+    }
+
+    #[test]
+    fn structured_lists_status_and_paths() {
+        let text = "src/a.rs:10: ok\nsrc/b.rs:20: FAIL expected 1 got 2\nsrc/c.rs:3: ok\nsrc/d.rs:7: ok\nsrc/e.rs:9: ok\nsrc/f.rs:1: ok\n";
+        let s = structured(text, Level::DEFAULT);
+        assert!(s.starts_with("6 lines; status: src/b.rs:20: FAIL"), "{s}");
+        assert!(s.contains("src/f.rs"), "{s}");
+    }
+}

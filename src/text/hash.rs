@@ -1,0 +1,27 @@
+//! A stable 64-bit hash (FNV-1a) for ids that must be equal on every host and every release:
+//! summary ids, dedup groups, cache keys. Not for untrusted-input hash tables (use the std maps).
+
+/// FNV-1a over `bytes`.
+///
+/// ```
+/// assert_eq!(condense::text::hash::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(condense::text::hash::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+/// ```
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The first 12 hex digits of the FNV-1a hash of the parts, each followed by a 0 byte.
+pub fn short_id<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut all = Vec::new();
+    for p in parts {
+        all.extend_from_slice(p.as_bytes());
+        all.push(0);
+    }
+    format!("{:012x}", fnv1a(&all) >> 16)
+}

@@ -1,0 +1,204 @@
+//! compress at its boundary: laws on real conversations of both shapes, then behaviours.
+#![cfg(not(target_arch = "wasm32"))]
+
+use condense::compress::{compress, compress_json, uncompress, uncompress_json, CompressOptions};
+use condense::message::{validate, ValidateOptions};
+use serde_json::{json, Value};
+
+fn records() -> Vec<(String, Vec<Value>)> {
+    let files = [
+        include_str!("fixtures/sharegpt_sample.jsonl"),
+        include_str!("fixtures/tool_sessions_openai_sample.jsonl"),
+        include_str!("fixtures/tool_sessions_anthropic_sample.jsonl"),
+        include_str!("fixtures/watermark_sessions_dev.jsonl"),
+    ];
+    files
+        .iter()
+        .flat_map(|f| f.lines().filter(|l| !l.trim().is_empty()))
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["messages"].as_array().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn laws_on_real_conversations() {
+    let opts = CompressOptions::default();
+    let mut compressed_some = 0;
+    for (id, messages) in records() {
+        let out = compress(&messages, &opts).unwrap();
+        // Round trip: uncompress restores the input exactly.
+        assert_eq!(
+            uncompress(&out.messages, &out.verbatim),
+            messages,
+            "{id}: round trip"
+        );
+        // Valid stays valid.
+        let vo = ValidateOptions::default();
+        if validate(&messages, &vo).unwrap().valid {
+            let report = validate(&out.messages, &vo).unwrap();
+            assert!(report.valid, "{id}: {:?}", report.violations);
+        }
+        // Never larger; deterministic.
+        assert!(out.stats.tokens_after <= out.stats.tokens_before, "{id}");
+        assert_eq!(
+            compress(&messages, &opts).unwrap(),
+            out,
+            "{id}: deterministic"
+        );
+        // The recency window and system messages come back untouched.
+        let n = messages.len();
+        let tail = n.min(4);
+        assert_eq!(
+            out.messages[out.messages.len() - tail..],
+            messages[n - tail..],
+            "{id}"
+        );
+        // Idempotent on its own output.
+        let again = compress(&out.messages, &opts).unwrap();
+        assert_eq!(again.messages, out.messages, "{id}: not idempotent");
+        if out.stats.tokens_after < out.stats.tokens_before {
+            compressed_some += 1;
+        }
+        // The string path: the same decisions, and a byte-identical round trip.
+        let text = serde_json::to_string(&messages).unwrap();
+        let j = compress_json(&text, &opts).unwrap();
+        let back = uncompress_json(&j.json, &j.verbatim).unwrap();
+        assert_eq!(back, text, "{id}: string round trip");
+        assert_eq!(j.stats, out.stats);
+    }
+    assert!(
+        compressed_some >= 15,
+        "only {compressed_some} conversations compressed"
+    );
+}
+
+#[test]
+fn dedup_keeps_the_newest_copy() {
+    let listing = "src/main.rs\nsrc/lib.rs\nsrc/compress/mod.rs\nsrc/compress/summarize.rs\nREADME.md\nCargo.toml\n".repeat(3);
+    let messages = vec![
+        json!({"role": "user", "content": "list the files"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "c1", "content": listing}),
+        json!({"role": "user", "content": "again please"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "c2", "content": listing}),
+        json!({"role": "user", "content": "thanks"}),
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "user", "content": "bye"}),
+    ];
+    let out = compress(
+        &messages,
+        &CompressOptions {
+            trace: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let first = out.messages[2]["content"].as_str().unwrap();
+    assert!(
+        first.starts_with("[dup#") && first.contains("same as msg_5"),
+        "{first}"
+    );
+    assert_eq!(out.messages[5], messages[5]);
+    assert_eq!(out.stats.deduped, 1);
+    let trace = out.trace.unwrap();
+    assert!(trace.iter().any(|d| d.index == 2 && d.action == "deduped"));
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+}
+
+#[test]
+fn preserved_content_is_untouched() {
+    let long_prose =
+        "We discussed the migration plan in detail and agreed on the order of the steps. "
+            .repeat(4);
+    let messages = vec![
+        json!({"role": "system", "content": long_prose}),
+        json!({"role": "user", "content": format!("{long_prose}\n```sql\nSELECT 1;\n```")}),
+        json!({"role": "assistant", "content": "SELECT id, name, email, created_at FROM users WHERE created_at > now() - interval '1 day' AND status = 'active' ORDER BY id;"}),
+        json!({"role": "user", "content": "Keep this: the rollback plan is written down and reviewed by everyone who owns a service. ".repeat(3)}),
+        json!({"role": "assistant", "content": "short"}),
+        json!({"role": "user", "content": "a"}),
+        json!({"role": "assistant", "content": "b"}),
+        json!({"role": "user", "content": "c"}),
+    ];
+    let opts = CompressOptions {
+        trace: true,
+        preserve_patterns: vec![r"(?i)rollback\s+plan".into()],
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    assert_eq!(out.messages[0], messages[0], "system role");
+    assert_eq!(out.messages[2], messages[2], "hard verbatim SQL");
+    assert_eq!(out.messages[3], messages[3], "preserve pattern");
+    let code = out.messages[1]["content"].as_str().unwrap();
+    assert!(
+        code.contains("```sql\nSELECT 1;\n```"),
+        "fences stay: {code}"
+    );
+    let reasons: Vec<String> = out
+        .trace
+        .unwrap()
+        .into_iter()
+        .map(|d| format!("{}:{}", d.index, d.reason))
+        .collect();
+    assert!(
+        reasons.contains(&"2:hard verbatim: sql".to_string()),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn anthropic_blocks_are_compressed_one_by_one() {
+    let output = (0..40)
+        .map(|i| format!("entry_{i}: value {i} ok"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let messages = vec![
+        json!({"role": "user", "content": "go"}),
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "I will now read the configuration directory and report back on each entry that I find there, with the details."},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "/etc"}}]}),
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]}),
+        json!({"role": "assistant", "content": "done"}),
+        json!({"role": "user", "content": "next"}),
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "user", "content": "end"}),
+    ];
+    let out = compress(&messages, &CompressOptions::default()).unwrap();
+    assert_eq!(
+        out.messages[1]["content"][1], messages[1]["content"][1],
+        "tool_use stays"
+    );
+    let result = &out.messages[2]["content"][0];
+    assert_eq!(result["tool_use_id"], "t1");
+    assert!(result["content"].as_str().unwrap().starts_with("[summary#"));
+    assert!(
+        validate(&out.messages, &ValidateOptions::default())
+            .unwrap()
+            .valid
+    );
+}
+
+#[test]
+fn bad_options_are_typed_errors() {
+    let e = CompressOptions::from_json(r#"{"recencyWindow": "4"}"#).unwrap_err();
+    assert_eq!(
+        (e.code(), e.path()),
+        ("invalid_options", "options.recencyWindow")
+    );
+    let e = CompressOptions::from_json(r#"{"preservePatterns": ["("]}"#).unwrap_err();
+    assert_eq!(e.path(), "options.preservePatterns[0]");
+    let e = CompressOptions::from_json(r#"{"fuzzyThreshold": 2}"#).unwrap_err();
+    assert_eq!(e.path(), "options.fuzzyThreshold");
+    let e = compress_json(
+        r#"[{"role": "user", "content": 5}]"#,
+        &CompressOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.path(), "messages[0].content");
+}
