@@ -424,7 +424,22 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
         }
     }
 
-    // 4. Classify the rest and summarise.
+    // 4. Classify the rest and summarise. Large values repeated in newer JSON tool outputs
+    //    are rendered as references to the newest copy.
+    let mut seen = summarize::SeenValues::default();
+    for (i, value) in values.iter().enumerate() {
+        let name = match value.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => format!("msg_{i}"),
+        };
+        for text in tool_outputs(value, views[i].role() == Some(Role::Tool)) {
+            if let Ok(v @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(text)
+            {
+                seen.add(&v, i, &name);
+            }
+        }
+    }
     let terms = summarize::query_terms(options.query.as_deref());
     let level = Level::DEFAULT;
     for (u, unit) in units.iter().enumerate() {
@@ -454,7 +469,13 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
         } else if unit.kind == UnitKind::ToolOutput {
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
-                    body: summarize::json(&v, level, t.chars().count()),
+                    body: summarize::json_compact(
+                        &v,
+                        level,
+                        &seen,
+                        unit.msg,
+                        options.preserve_numbers,
+                    ),
                     action: "summarized",
                 },
                 _ if detect::is_structured(t) => Fate::Replace {
@@ -533,6 +554,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
         }
         let group: Vec<usize> = (i..end).collect();
         let id = hash::short_id(group.iter().map(|&g| raws[g].get()));
+        let id = id[..8].to_string();
         if group.len() > 1 {
             // One summary of the whole run.
             let joined: String = group
@@ -675,6 +697,19 @@ fn all_texts(values: &[Value]) -> Vec<(usize, String)> {
         }
     }
     out
+}
+
+/// The tool output texts of a message: a tool message's content, tool_result contents.
+fn tool_outputs(value: &Value, tool_message: bool) -> Vec<&str> {
+    match value.get("content") {
+        Some(Value::String(s)) if tool_message => vec![s.as_str()],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            .filter_map(|b| b.get("content").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn line_set(text: &str) -> HashSet<&str> {

@@ -29,6 +29,9 @@ pub struct CompressOptions {
     pub query: Option<String>,
     /// Code fences are kept verbatim (prose around them may be summarised). Default true.
     pub preserve_code: bool,
+    /// Keep every number of tool output (long numeric arrays are otherwise summarised by
+    /// count, range, first and last values). Default false.
+    pub preserve_numbers: bool,
     /// Return one decision record per message with its reason. Default false.
     pub trace: bool,
     /// Force a provider's shape instead of detecting it.
@@ -47,6 +50,7 @@ impl Default for CompressOptions {
             preserve_patterns: Vec::new(),
             query: None,
             preserve_code: true,
+            preserve_numbers: false,
             trace: false,
             format: None,
         }
