@@ -9,6 +9,7 @@ use js_sys::{Array, Object, Reflect, JSON};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+use crate::compress::{compress_json, uncompress_json, CompressOptions};
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, RawDocument, ValidateOptions};
 use crate::watermark::{plan_watermark, write_plan, Planned, WatermarkOptions, WatermarkState};
@@ -173,6 +174,81 @@ pub fn validate(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue>
     };
     let report = validate_json(&json, &options).map_err(js_error)?;
     to_js(&report)
+}
+
+fn read_compress_options(options: &JsValue) -> Result<CompressOptions, JsValue> {
+    match optional_json(options, "options")? {
+        None => Ok(CompressOptions::default()),
+        Some(json) => CompressOptions::from_json(&json).map_err(js_error),
+    }
+}
+
+/// `compress(messages, options)` on an array of message objects: `{messages, verbatim, stats,
+/// trace?}` (new objects throughout; kept messages are equal to the input's).
+#[wasm_bindgen(js_name = compress)]
+pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    if !Array::is_array(&messages) {
+        return Err(js_error(Error::new(
+            ErrorKind::InvalidInput,
+            "messages",
+            "expected an array of messages",
+        )));
+    }
+    let options = read_compress_options(&options)?;
+    let json = stringify(&messages, "messages")?;
+    let out = compress_json(&json, &options).map_err(js_error)?;
+    result_object(&[
+        ("messages", JSON::parse(&out.json)?),
+        ("verbatim", JSON::parse(&out.verbatim)?),
+        ("stats", to_js(&out.stats)?),
+        (
+            "trace",
+            match &out.trace {
+                Some(t) => to_js(t)?,
+                None => JsValue::UNDEFINED,
+            },
+        ),
+    ])
+}
+
+/// `compressJson(json, options)` on JSON text (an array or a request body):
+/// `{json, verbatim, stats, trace?}` with `verbatim` as JSON text.
+#[wasm_bindgen(js_name = compressJson)]
+pub fn compress_json_text(json: &str, options: JsValue) -> Result<JsValue, JsValue> {
+    let options = read_compress_options(&options)?;
+    let out = compress_json(json, &options).map_err(js_error)?;
+    result_object(&[
+        ("json", out.json.into()),
+        ("verbatim", out.verbatim.into()),
+        ("stats", to_js(&out.stats)?),
+        (
+            "trace",
+            match &out.trace {
+                Some(t) => to_js(t)?,
+                None => JsValue::UNDEFINED,
+            },
+        ),
+    ])
+}
+
+/// `uncompress(messages, verbatim)`: the original messages back.
+#[wasm_bindgen(js_name = uncompress)]
+pub fn uncompress(messages: JsValue, verbatim: JsValue) -> Result<JsValue, JsValue> {
+    let json = match messages.as_string() {
+        Some(s) => s,
+        None => stringify(&messages, "messages")?,
+    };
+    let verbatim = match verbatim.as_string() {
+        Some(s) => s,
+        None if verbatim.is_undefined() || verbatim.is_null() => "{}".to_string(),
+        None => stringify(&verbatim, "verbatim")?,
+    };
+    let text = uncompress_json(&json, &verbatim).map_err(js_error)?;
+    if messages.is_string() {
+        Ok(text.into())
+    } else {
+        JSON::parse(&text)
+    }
 }
 
 /// The crate version.
