@@ -1,0 +1,12 @@
+// Browser (and bundler) entry: the wasm module is fetched relative to this file and
+// instantiated with top-level await, so every function works once the import resolves.
+import init, * as glue from './condense.js';
+import { wrap } from './common.js';
+
+await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
+
+const api = wrap(glue);
+export const { applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version } = api;
+export { CondenseError, ERROR_CODES } from './common.js';
+/** Resolved once the module is ready (already, after the import). */
+export const ready = Promise.resolve();

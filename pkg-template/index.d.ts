@@ -1,0 +1,319 @@
+// Type definitions for condense-ctx. Hand-written; `tests/npm` checks the error codes and the
+// option keys against the Rust sources.
+
+/** A message in the Anthropic Messages or OpenAI Chat Completions shape. Unknown fields pass through. */
+export type Message = {
+  role: 'user' | 'assistant' | 'system' | 'developer' | 'tool';
+  content?: string | ContentBlock[] | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  name?: string;
+  [field: string]: unknown;
+};
+
+/** A content block (`text`, `tool_use`, `tool_result`, `thinking`, `image`, …); any other type passes through. */
+export type ContentBlock = { type: string; [field: string]: unknown };
+
+/** An OpenAI tool call. */
+export type ToolCall = { id: string; type?: 'function'; function: { name: string; arguments: string }; [field: string]: unknown };
+
+/** A provider's message shape. */
+export type Format = 'anthropic' | 'openai';
+
+/** Every error code (`CondenseError.code`). Stable across releases. */
+export type ErrorCode =
+  | 'invalid_json'
+  | 'invalid_input'
+  | 'invalid_message'
+  | 'invalid_options'
+  | 'invalid_state'
+  | 'mixed_format'
+  | 'too_large'
+  | 'internal';
+
+/** The codes, as an array. */
+export const ERROR_CODES: readonly ErrorCode[];
+
+/** Thrown for bad input: branch on `code`, show `path`. The wasm instance stays usable. */
+export class CondenseError extends Error {
+  readonly name: 'CondenseError';
+  /** What went wrong, as a stable code. */
+  readonly code: ErrorCode;
+  /** The JSON path of the offending field, e.g. `messages[3].content[1].tool_use_id`, or `""`. */
+  readonly path: string;
+  /** Why, in words (the message without the code and path). */
+  readonly reason: string;
+}
+
+// ---------------------------------------------------------------------------- applyWatermark
+
+/** The state the caller keeps between calls. */
+export interface WatermarkState {
+  /** The tool call id of the current checkpoint; `null` before the first. */
+  watermark: string | null;
+}
+
+/** Options of applyWatermark. Unknown keys are refused with `invalid_options`. */
+export interface WatermarkOptions {
+  /**
+   * Tool names that set a checkpoint; `NAME` and `mcp__<server>__NAME` match.
+   * @default ["compress_to_checkpoint", "deactivate_augments"]
+   */
+  checkpointTools?: string[];
+  /** Keep the last N tool call/result pairs before the watermark whole. @default 0 */
+  keepLastToolResults?: number;
+  /** Tool names or globs (`*`, `?`, `[abc]`, `{a,b}`) whose pairs are kept whole, e.g. `"mcp__memory__*"`. @default [] */
+  excludeTools?: string[];
+  /**
+   * Keep each pair and replace the result's content by a short marker naming the tool, the id and
+   * the size — only where the marker is shorter. Server tool pairs are always removed. @default false
+   */
+  placeholder?: boolean;
+  /** With `placeholder`, replace the inputs (arguments) of the kept calls by `{}`. @default false */
+  clearToolInputs?: boolean;
+  /** Keep thinking blocks before the watermark (the current tool turn's are always kept). @default false */
+  keepThinking?: boolean;
+  /** Force a provider's shape instead of detecting it. @default detected */
+  format?: Format;
+}
+
+/** What applyWatermark did. `chars*` and `tokens*` measure the messages' JSON text. */
+export interface WatermarkStats {
+  /** Index of the watermark message in the input, when a watermark applies. */
+  watermarkIndex: number | null;
+  /** Whether this call moved the watermark to a newer checkpoint. */
+  advanced: boolean;
+  /** Tool calls, tool results and thinking blocks removed (the sum of the next three). */
+  blocksRemoved: number;
+  /** Tool calls removed (`tool_use` blocks, OpenAI `tool_calls` entries). */
+  toolCallsRemoved: number;
+  /** Tool results removed (`tool_result` blocks, OpenAI `tool` messages). */
+  toolResultsRemoved: number;
+  /** Thinking blocks removed. */
+  thinkingRemoved: number;
+  /** Results replaced by a placeholder. */
+  placeholders: number;
+  /** Tool inputs replaced by `{}`. */
+  inputsCleared: number;
+  /** Pairs kept whole before the watermark. */
+  pairsKept: number;
+  /** `cache_control` markers moved to a kept block. */
+  cacheControlMoved: number;
+  /** Messages in the input. */
+  messagesBefore: number;
+  /** Messages in the output. */
+  messagesAfter: number;
+  /** Messages removed (emptied, or OpenAI tool messages). */
+  messagesDropped: number;
+  /** Messages merged into the one before them. */
+  messagesMerged: number;
+  /** Characters (code points) of the messages' JSON before. */
+  charsBefore: number;
+  /** Characters after. */
+  charsAfter: number;
+  /** Estimated tokens before. */
+  tokensBefore: number;
+  /** Estimated tokens after. */
+  tokensAfter: number;
+}
+
+/** Something the caller should know that did not stop the call. */
+export interface Warning {
+  /** `watermark_not_found`, `merge_field_conflict` or `cache_control_dropped`. */
+  code: 'watermark_not_found' | 'merge_field_conflict' | 'cache_control_dropped';
+  /** What happened. */
+  message: string;
+  /** The JSON path concerned. */
+  path?: string;
+}
+
+/** The result of applyWatermark. */
+export interface WatermarkResult {
+  /** The pruned messages. Untouched messages are the very objects you passed in: treat them as read-only. */
+  messages: Message[];
+  /** Pass this to the next call. */
+  state: WatermarkState;
+  /** Counts. */
+  stats: WatermarkStats;
+  /** Warnings (e.g. `watermark_not_found`: nothing was pruned). */
+  warnings: Warning[];
+}
+
+/** The result of applyWatermarkJson. */
+export interface WatermarkJsonResult {
+  /** The pruned document (array or request body); untouched messages keep their exact bytes. */
+  json: string;
+  /** Pass this to the next call. */
+  state: WatermarkState;
+  /** Counts. */
+  stats: WatermarkStats;
+  /** Warnings. */
+  warnings: Warning[];
+}
+
+/**
+ * Prunes tool calls and results before the newest checkpoint call, keeping every text; the
+ * output is a valid request whenever the input was.
+ * @throws {CondenseError} for malformed messages, options or state.
+ */
+export function applyWatermark(messages: Message[], state?: WatermarkState | null, options?: WatermarkOptions | null): WatermarkResult;
+
+/**
+ * applyWatermark on JSON text: an array of messages or a provider request body with `messages`.
+ * The fast path for proxies: untouched messages and every other body member keep their bytes.
+ * @throws {CondenseError}
+ */
+export function applyWatermarkJson(json: string, state?: WatermarkState | null, options?: WatermarkOptions | null): WatermarkJsonResult;
+
+// ---------------------------------------------------------------------------- validate
+
+/** Options of validate. */
+export interface ValidateOptions {
+  /** The provider whose rules apply. @default detected (OpenAI rules when nothing tells) */
+  format?: Format;
+}
+
+/** One broken rule. */
+export interface Violation {
+  /**
+   * `invalid_role`, `first_not_user`, `same_role_run`, `empty_message`, `empty_text_block`,
+   * `orphan_tool_use`, `orphan_tool_result`, `tool_result_not_first`, `misplaced_block`,
+   * `duplicate_tool_id`.
+   */
+  code: string;
+  /** Where, e.g. `messages[4].content[0]`. */
+  path: string;
+  /** What is wrong. */
+  message: string;
+}
+
+/** The result of validate. */
+export interface Validation {
+  /** No violation. */
+  valid: boolean;
+  /** The rules applied. */
+  format: Format;
+  /** Every violation, in message order. */
+  violations: Violation[];
+}
+
+/**
+ * Checks messages (objects or JSON text) against a provider's request rules.
+ * @throws {CondenseError} for malformed messages.
+ */
+export function validate(messages: Message[] | string, options?: ValidateOptions | null): Validation;
+
+// ---------------------------------------------------------------------------- compress
+
+/** Options of compress. Unknown keys are refused with `invalid_options`. */
+export interface CompressOptions {
+  /** Roles never compressed. @default ["system", "developer"] */
+  preserveRoles?: string[];
+  /** The last N messages are kept verbatim. @default 4 */
+  recencyWindow?: number;
+  /** Content shorter than this many characters is kept. @default 120 */
+  minChars?: number;
+  /** Replace exact duplicates by a reference to the newest copy. @default true */
+  dedup?: boolean;
+  /** Also replace near-duplicates (line Jaccard ≥ fuzzyThreshold). @default false */
+  fuzzyDedup?: boolean;
+  /** Similarity from which two texts are near-duplicates (0–1). @default 0.85 */
+  fuzzyThreshold?: number;
+  /** Regular expressions (Rust syntax): matching content is kept verbatim. @default [] */
+  preservePatterns?: string[];
+  /** Sentences and entries related to this text are kept first. @default none */
+  query?: string | null;
+  /** Code fences are kept verbatim (the prose around them may be summarised). @default true */
+  preserveCode?: boolean;
+  /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
+  preserveNumbers?: boolean;
+  /** Return one decision record per message. @default false */
+  trace?: boolean;
+  /** Force a provider's shape. @default detected */
+  format?: Format;
+}
+
+/** What compress did. */
+export interface CompressStats {
+  /** Messages in the input. */
+  messagesBefore: number;
+  /** Messages in the output. */
+  messagesAfter: number;
+  /** Estimated tokens of the messages' text before. */
+  tokensBefore: number;
+  /** Estimated tokens after. */
+  tokensAfter: number;
+  /** tokensBefore / tokensAfter. */
+  ratio: number;
+  /** Messages kept verbatim. */
+  preserved: number;
+  /** Texts replaced by a summary. */
+  summarized: number;
+  /** Texts replaced by a duplicate reference. */
+  deduped: number;
+  /** Messages merged into the one before them. */
+  merged: number;
+  /** Texts whose prose was summarised around verbatim code. */
+  codeSplit: number;
+}
+
+/** One classification decision (`trace: true`). */
+export interface Decision {
+  /** The input message's index. */
+  index: number;
+  /** The block, for a decision about one block. */
+  block?: number;
+  /** `preserved`, `summarized`, `deduped`, `merged` or `code_split`. */
+  action: string;
+  /** Why. */
+  reason: string;
+}
+
+/** The result of compress. */
+export interface CompressResult {
+  /** The compressed messages, in the input's shape. */
+  messages: Message[];
+  /** The originals of every rewritten message, by the id in its marker: pass to uncompress. */
+  verbatim: Record<string, Message[]>;
+  /** Counts. */
+  stats: CompressStats;
+  /** Decisions, with `trace: true`. */
+  trace?: Decision[];
+}
+
+/** The result of compressJson. */
+export interface CompressJsonResult {
+  /** The compressed document; kept messages keep their exact bytes. */
+  json: string;
+  /** The verbatim map as JSON text (originals byte-identical). */
+  verbatim: string;
+  /** Counts. */
+  stats: CompressStats;
+  /** Decisions, with `trace: true`. */
+  trace?: Decision[];
+}
+
+/**
+ * Compresses a conversation: classify, dedup, merge, summarise, size guard (seed 002's pipeline).
+ * @throws {CondenseError}
+ */
+export function compress(messages: Message[], options?: CompressOptions | null): CompressResult;
+
+/** compress on JSON text (an array or a request body). @throws {CondenseError} */
+export function compressJson(json: string, options?: CompressOptions | null): CompressJsonResult;
+
+/**
+ * The original messages back from compress's output and its verbatim map (objects, or JSON text
+ * for both, in which case JSON text is returned with the originals byte-identical).
+ * @throws {CondenseError}
+ */
+export function uncompress(messages: Message[], verbatim: Record<string, Message[]>): Message[];
+export function uncompress(json: string, verbatim: string): string;
+
+// ---------------------------------------------------------------------------- misc
+
+/** The package version (the crate's). */
+export function version(): string;
+
+/** Resolved when the wasm module is ready (the import already waits for it). */
+export const ready: Promise<void>;
