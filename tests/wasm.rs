@@ -1,0 +1,83 @@
+//! The core compiled to wasm32, run by wasm-bindgen-test in Node and in headless Chrome:
+//!
+//! ```text
+//! wasm-pack test --node --release -- --test wasm
+//! WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver --release -- --test wasm
+//! ```
+//!
+//! The same fixtures as the native tests, so a difference between the builds shows here.
+#![cfg(target_arch = "wasm32")]
+
+use condense::compress::{compress_json, uncompress_json, CompressOptions};
+use condense::message::{validate_json, ValidateOptions};
+use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
+use serde_json::Value;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+const SESSIONS: &str = include_str!("fixtures/watermark_sessions_dev.jsonl");
+const SHAREGPT: &str = include_str!("fixtures/sharegpt_sample.jsonl");
+
+fn records(data: &str) -> Vec<Value> {
+    data.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("fixture line"))
+        .collect()
+}
+
+#[wasm_bindgen_test]
+fn watermark_dev_sessions() {
+    for record in records(SESSIONS) {
+        let messages = serde_json::to_string(&record["messages"]).unwrap();
+        let out = apply_watermark_json(
+            &messages,
+            &WatermarkState::default(),
+            &WatermarkOptions::default(),
+        )
+        .expect("apply");
+        assert_eq!(
+            out.state.watermark.as_deref(),
+            record["expected"]["watermark"].as_str(),
+            "{}",
+            record["id"]
+        );
+        let report = validate_json(&out.json, &ValidateOptions::default()).expect("validate");
+        assert!(report.valid, "{}: {:?}", record["id"], report.violations);
+        assert!(out.stats.chars_after <= out.stats.chars_before);
+    }
+}
+
+#[wasm_bindgen_test]
+fn compress_round_trip() {
+    for record in records(SHAREGPT) {
+        let messages = serde_json::to_string(&record["messages"]).unwrap();
+        let out = compress_json(&messages, &CompressOptions::default()).expect("compress");
+        assert!(out.stats.tokens_after <= out.stats.tokens_before);
+        let back = uncompress_json(&out.json, &out.verbatim).expect("uncompress");
+        assert_eq!(back, messages, "{}", record["id"]);
+    }
+}
+
+#[wasm_bindgen_test]
+fn errors_are_values_not_traps() {
+    let st = WatermarkState::default();
+    let opts = WatermarkOptions::default();
+    let e = apply_watermark_json("[{\"role\": 1}]", &st, &opts).unwrap_err();
+    assert_eq!(
+        (e.code(), e.path()),
+        ("invalid_message", "messages[0].role")
+    );
+    let e = apply_watermark_json("{", &st, &opts).unwrap_err();
+    assert_eq!(e.code(), "invalid_json");
+    let e = WatermarkOptions::from_json(r#"{"keepLast": 1}"#).unwrap_err();
+    assert_eq!(e.code(), "invalid_options");
+    // Deep nesting is refused by the parser's limit, not by a stack overflow.
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    assert_eq!(
+        validate_json(&deep, &ValidateOptions::default())
+            .unwrap_err()
+            .code(),
+        "invalid_json"
+    );
+    // And the module still works.
+    assert!(apply_watermark_json("[]", &st, &opts).is_ok());
+}
