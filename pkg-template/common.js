@@ -31,6 +31,18 @@ function convert(e) {
   return e;
 }
 
+/** JSON text of a message array, or a CondenseError (not an array, cycles, BigInt). */
+function stringifyMessages(messages) {
+  if (!Array.isArray(messages)) {
+    throw new CondenseError('invalid_input', 'messages', 'invalid_input at messages: expected an array of messages', 'expected an array of messages');
+  }
+  try {
+    return JSON.stringify(messages);
+  } catch (e) {
+    throw new CondenseError('invalid_input', 'messages', `invalid_input at messages: ${e.message}`, e.message);
+  }
+}
+
 function guard(f) {
   return function condense(...args) {
     try {
@@ -44,7 +56,18 @@ function guard(f) {
 /** The public functions over an initialised wasm-bindgen module. */
 export function wrap(glue) {
   return {
-    applyWatermark: guard((messages, state, options) => glue.applyWatermark(messages, state ?? null, options ?? null)),
+    applyWatermark: guard((messages, state, options) => {
+      const text = stringifyMessages(messages);
+      const plan = glue.watermarkPlan(text, state ?? null, options ?? null);
+      // Untouched messages are the caller's own objects; rewritten ones are parsed once.
+      const fresh = plan.fresh.length > 2 ? JSON.parse(plan.fresh) : [];
+      const out = new Array(plan.keep.length);
+      for (let i = 0, k = 0; i < plan.keep.length; i++) {
+        const src = plan.keep[i];
+        out[i] = src === 0xffffffff ? fresh[k++] : messages[src];
+      }
+      return { messages: out, state: plan.state, stats: plan.stats, warnings: plan.warnings };
+    }),
     applyWatermarkJson: guard((json, state, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
       return glue.applyWatermarkJson(json, state ?? null, options ?? null);

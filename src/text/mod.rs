@@ -9,4 +9,4 @@ pub mod score;
 pub mod sentences;
 pub mod tokens;
 
-pub use tokens::{count_chars, estimate_tokens};
+pub use tokens::{count_chars, estimate_tokens, measure};

@@ -97,36 +97,34 @@ fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
     Ok(obj.into())
 }
 
-/// `applyWatermark(messages, state, options)` on an array of message objects.
-#[wasm_bindgen(js_name = applyWatermark)]
-pub fn apply_watermark(
-    messages: JsValue,
-    state: JsValue,
-    options: JsValue,
-) -> Result<JsValue, JsValue> {
-    if !Array::is_array(&messages) {
-        return Err(js_error(Error::new(
-            ErrorKind::InvalidInput,
-            "messages",
-            "expected an array of messages",
-        )));
-    }
+/// The plan of `applyWatermark` for the JS entry, which assembles the output itself from the
+/// caller's objects: `{keep, fresh, state, stats, warnings}`. `keep[i]` is the input index of
+/// output message `i`, or `0xFFFFFFFF` for the next message of `fresh` (a JSON array of the
+/// rewritten messages, parsed once by the caller). `json` is `JSON.stringify(messages)`.
+#[wasm_bindgen(js_name = watermarkPlan)]
+pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let state = read_state(&state)?;
     let options = read_options(&options)?;
-    let json = stringify(&messages, "messages")?;
-    let doc = RawDocument::parse(&json).map_err(js_error)?;
+    let doc = RawDocument::parse(json).map_err(js_error)?;
     let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
-    let input = Array::from(&messages);
-    let out = Array::new_with_length(plan.messages.len() as u32);
-    for (n, p) in plan.messages.iter().enumerate() {
-        let item = match p {
-            Planned::Keep(i) => input.get(*i as u32),
-            Planned::New { text, .. } => JSON::parse(text)?,
-        };
-        out.set(n as u32, item);
+    let mut keep = Vec::with_capacity(plan.messages.len());
+    let mut fresh = String::from("[");
+    for p in &plan.messages {
+        match p {
+            Planned::Keep(i) => keep.push(*i as u32),
+            Planned::New { text } => {
+                if fresh.len() > 1 {
+                    fresh.push(',');
+                }
+                fresh.push_str(text);
+                keep.push(u32::MAX);
+            }
+        }
     }
+    fresh.push(']');
     result_object(&[
-        ("messages", out.into()),
+        ("keep", js_sys::Uint32Array::from(keep.as_slice()).into()),
+        ("fresh", fresh.into()),
         ("state", to_js(&plan.state)?),
         ("stats", to_js(&plan.stats)?),
         ("warnings", to_js(&plan.warnings)?),

@@ -19,7 +19,7 @@ use crate::error::{join_index, Error};
 use crate::message::{
     resolve_format, BlockKind, BlockView, ContentView, Format, MessageView, RawObject, Role, Slot,
 };
-use crate::text::{count_chars, estimate_tokens};
+use crate::text::{count_chars, estimate_tokens, measure};
 
 /// One message of the output.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,7 +85,7 @@ pub fn plan_watermark(
     let format = resolve_format(&views, options.format)?;
     let measures: Vec<(usize, usize)> = raws
         .iter()
-        .map(|r| (count_chars(r.get()), estimate_tokens(r.get())))
+        .map(|r| measure(r.get()))
         .collect();
     let mut stats = WatermarkStats {
         messages_before: raws.len(),
@@ -191,7 +191,7 @@ pub fn plan_watermark(
     for p in &messages {
         let (c, t) = match p {
             Planned::Keep(i) => measures[*i],
-            Planned::New { text, .. } => (count_chars(text), estimate_tokens(text)),
+            Planned::New { text, .. } => measure(text),
         };
         stats.chars_after += c;
         stats.tokens_after += t;

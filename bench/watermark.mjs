@@ -1,0 +1,133 @@
+// applyWatermark throughput through the JS API, side by side in one run (DESIGN §8):
+//
+//   condense/object   applyWatermark(messages, …)            objects in, objects out
+//   condense/string   applyWatermarkJson(text, …)            JSON text in, JSON text out
+//   seed-js/object    the seed-001 algorithm in plain JS       objects in, objects out
+//   seed-js/string    JSON.parse + seed-001 + JSON.stringify   text in, text out (the baseline)
+//
+// Histories of 1k and 10k messages are built from the real BFCL agent sessions of
+// tests/fixtures (tool ids made unique), with a checkpoint near the end (most history pruned)
+// and one in the middle. Every timed call's output is checked (message count, suffix kept),
+// so the benchmark is also a test. Median of the timed runs after warm-up.
+//
+//   node bench/watermark.mjs [--runs N]        (after scripts/build-pkg)
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { applyWatermark, applyWatermarkJson } from '../pkg/node.js';
+
+const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 7;
+const here = (p) => new URL(p, import.meta.url);
+const sessions = readFileSync(here('../tests/fixtures/tool_sessions_anthropic_sample.jsonl'), 'utf8')
+  .split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).messages);
+
+/** A valid Anthropic history of about `n` messages with a checkpoint at `at` (0–1). */
+function history(n, at) {
+  const out = [];
+  let k = 0;
+  while (out.length < n) {
+    for (const s of sessions) {
+      const text = JSON.stringify(s).replaceAll('toolu_01', `toolu_${k}x`);
+      k++;
+      const msgs = JSON.parse(text);
+      if (out.length && out.at(-1).role === msgs[0].role) msgs.shift(); // keep roles alternating
+      out.push(...msgs);
+      if (out.length >= n) break;
+    }
+  }
+  // Insert a checkpoint pair after a user message near `at`.
+  let i = Math.floor(out.length * at);
+  while (out[i].role !== 'user') i++;
+  const ck = [
+    { role: 'assistant', content: [{ type: 'text', text: 'Checkpointing.' }, { type: 'tool_use', id: 'toolu_ck', name: 'compress_to_checkpoint', input: {} }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_ck', content: 'ok' }] },
+  ];
+  // The next message must be an assistant: merge the user message that follows into ck[1].
+  const next = out[i + 1];
+  out.splice(i + 1, 0, ...ck);
+  if (next && next.role === 'user') throw new Error('unexpected roles');
+  return { messages: out, watermarkIndex: i + 1 };
+}
+
+// ---------------------------------------------------------------- the seed-001 algorithm in JS
+function seedFind(messages, toolName, watermarkId) {
+  let passed = watermarkId === '';
+  for (const m of messages) {
+    if (!passed && m.role === 'assistant' && Array.isArray(m.content)) {
+      if (m.content.some((b) => b.type === 'tool_use' && b.id === watermarkId)) passed = true;
+    }
+    if (passed && m.role === 'assistant' && Array.isArray(m.content)) {
+      for (const b of m.content) if (b.type === 'tool_use' && b.name === toolName) return b.id;
+    }
+  }
+  return null;
+}
+function seedCompress(messages, watermarkId) {
+  let cp = -1;
+  for (let i = 0; i < messages.length && cp < 0; i++) {
+    const m = messages[i];
+    if (m.role === 'assistant' && Array.isArray(m.content) && m.content.some((b) => b.type === 'tool_use' && b.id === watermarkId)) cp = i;
+  }
+  if (cp < 0) return messages;
+  const out = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (i >= cp || !Array.isArray(m.content)) { out.push(m); continue; }
+    const drop = m.role === 'user' ? 'tool_result' : m.role === 'assistant' ? 'tool_use' : null;
+    if (!drop) { out.push(m); continue; }
+    const kept = m.content.filter((b) => b.type !== drop);
+    if (kept.length) out.push({ ...m, content: kept });
+  }
+  return out;
+}
+function seed(messages) {
+  const id = seedFind(messages, 'compress_to_checkpoint', '') ?? '';
+  return seedCompress(messages, id);
+}
+
+// ---------------------------------------------------------------- timing
+function median(xs) { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; }
+function time(fn, check) {
+  for (let i = 0; i < 2; i++) check(fn());
+  const ms = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    const out = fn();
+    ms.push(performance.now() - t);
+    check(out);
+  }
+  return median(ms);
+}
+
+const rows = [];
+for (const n of [1000, 10000]) {
+  for (const [label, at] of [['end', 0.95], ['middle', 0.5]]) {
+    const { messages, watermarkIndex } = history(n, at);
+    const text = JSON.stringify(messages);
+    const suffix = messages.length - watermarkIndex;
+    const lastJson = JSON.stringify(messages.at(-1));
+    const checkObj = (msgs) => {
+      if (msgs.length < suffix || msgs.at(-1) !== messages.at(-1) && JSON.stringify(msgs.at(-1)) !== lastJson) throw new Error('suffix lost');
+    };
+    const checkText = (t) => { if (!t.endsWith(lastJson + ']')) throw new Error('suffix lost'); };
+    const cases = {
+      'condense/object': time(() => applyWatermark(messages, null).messages, checkObj),
+      'condense/string': time(() => applyWatermarkJson(text, null).json, checkText),
+      'seed-js/object': time(() => seed(messages), checkObj),
+      'seed-js/string': time(() => JSON.stringify(seed(JSON.parse(text))), checkText),
+    };
+    for (const [engine, ms] of Object.entries(cases)) {
+      rows.push({ task: 'watermark', case: `${messages.length}msgs/checkpoint-${label}`, engine, ms: +ms.toFixed(3), msgsPerSec: Math.round(messages.length / (ms / 1000)), mb: +(text.length / 1e6).toFixed(2) });
+    }
+  }
+}
+
+const wasm = readFileSync(here('../pkg/condense_bg.wasm'));
+console.log(`| case | engine | ms (median of ${runs}) | messages/s | vs seed-js/string |`);
+console.log('|---|---|---|---|---|');
+for (const r of rows) {
+  const base = rows.find((b) => b.case === r.case && b.engine === 'seed-js/string');
+  console.log(`| ${r.case} (${r.mb} MB) | ${r.engine} | ${r.ms} | ${r.msgsPerSec.toLocaleString('en-US')} | ${(base.ms / r.ms).toFixed(2)}x |`);
+}
+console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes raw, ${gzipSync(wasm, { level: 9 }).length.toLocaleString('en-US')} bytes gzip; node ${process.version}`);
+mkdirSync(here('out/'), { recursive: true });
+writeFileSync(here('out/watermark.json'), JSON.stringify({ node: process.version, runs, rows }, null, 1));
