@@ -5,19 +5,21 @@
 //   seed-js/object    the seed-001 algorithm in plain JS       objects in, objects out
 //   seed-js/string    JSON.parse + seed-001 + JSON.stringify   text in, text out (the baseline)
 //
-// Histories of 1k and 10k messages are built from the real BFCL agent sessions of
-// tests/fixtures (tool ids made unique), with a checkpoint near the end (most history pruned)
-// and one in the middle. Every timed call's output is checked (message count, suffix kept),
+// Histories of 1k and 10k messages are built from the 40 real BFCL agent sessions of the dev
+// set (../shared/data; the 4 of tests/fixtures when it is absent), tool ids made unique, with a
+// checkpoint near the end (most history pruned) and one in the middle. Every timed call's output is checked (message count, suffix kept),
 // so the benchmark is also a test. Median of the timed runs after warm-up.
 //
 //   node bench/watermark.mjs [--runs N]        (after scripts/build-pkg)
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { applyWatermark, applyWatermarkJson } from '../pkg/node.js';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 7;
 const here = (p) => new URL(p, import.meta.url);
-const sessions = readFileSync(here('../tests/fixtures/tool_sessions_anthropic_sample.jsonl'), 'utf8')
+const devSet = here('../../shared/data/conversations/tool_sessions_dev_anthropic.jsonl');
+const source = existsSync(devSet) ? devSet : here('../tests/fixtures/tool_sessions_anthropic_sample.jsonl');
+const sessions = readFileSync(source, 'utf8')
   .split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).messages);
 
 /** A valid Anthropic history of about `n` messages with a checkpoint at `at` (0–1). */
@@ -122,11 +124,12 @@ for (const n of [1000, 10000]) {
 }
 
 const wasm = readFileSync(here('../pkg/condense_bg.wasm'));
-console.log(`| case | engine | ms (median of ${runs}) | messages/s | vs seed-js/string |`);
-console.log('|---|---|---|---|---|');
+console.log(`sessions: ${source.pathname} (${sessions.length})\n`);
+console.log(`| case | engine | ms (median of ${runs}) | messages/s | MB/s | vs seed-js/string |`);
+console.log('|---|---|---|---|---|---|');
 for (const r of rows) {
   const base = rows.find((b) => b.case === r.case && b.engine === 'seed-js/string');
-  console.log(`| ${r.case} (${r.mb} MB) | ${r.engine} | ${r.ms} | ${r.msgsPerSec.toLocaleString('en-US')} | ${(base.ms / r.ms).toFixed(2)}x |`);
+  console.log(`| ${r.case} (${r.mb} MB) | ${r.engine} | ${r.ms} | ${r.msgsPerSec.toLocaleString('en-US')} | ${(r.mb / (r.ms / 1000)).toFixed(0)} | ${(base.ms / r.ms).toFixed(2)}x |`);
 }
 console.log(`\n.wasm: ${wasm.length.toLocaleString('en-US')} bytes raw, ${gzipSync(wasm, { level: 9 }).length.toLocaleString('en-US')} bytes gzip; node ${process.version}`);
 mkdirSync(here('out/'), { recursive: true });
