@@ -227,6 +227,17 @@ export interface CompressOptions {
   preserveCode?: boolean;
   /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
   preserveNumbers?: boolean;
+  /**
+   * A token budget the result must meet (estimated tokens of the messages' text; the estimate
+   * errs high against o200k). The pipeline escalates — smaller recency window, tighter summary
+   * levels, lossy JSON summaries, near-duplicate removal, finally truncation of the oldest texts —
+   * until it fits or nothing compressible is left; `stats.fits` tells which. @default none
+   */
+  tokenBudget?: number | null;
+  /** A budget as a fraction of the input's tokens (0 < r ≤ 1), used without `tokenBudget`. @default none */
+  targetRatio?: number | null;
+  /** Conversations of at most this many tokens are returned unchanged. @default 0 */
+  minTokens?: number;
   /** Return one decision record per message. @default false */
   trace?: boolean;
   /** Force a provider's shape. @default detected */
@@ -255,6 +266,14 @@ export interface CompressStats {
   merged: number;
   /** Texts whose prose was summarised around verbatim code. */
   codeSplit: number;
+  /** Texts cut to a preview by the budget's last step. */
+  truncated: number;
+  /** The budget applied, or null. */
+  budget: number | null;
+  /** Whether tokensAfter ≤ budget (null without a budget). */
+  fits: boolean | null;
+  /** How far the budget loop escalated (0: the default pass was enough). */
+  escalation: number;
 }
 
 /** One classification decision (`trace: true`). */
@@ -263,7 +282,7 @@ export interface Decision {
   index: number;
   /** The block, for a decision about one block. */
   block?: number;
-  /** `preserved`, `summarized`, `deduped`, `merged` or `code_split`. */
+  /** `preserved`, `summarized`, `deduped`, `merged`, `code_split` or `truncated`. */
   action: string;
   /** Why. */
   reason: string;

@@ -202,3 +202,63 @@ fn bad_options_are_typed_errors() {
     .unwrap_err();
     assert_eq!(e.path(), "messages[0].content");
 }
+
+#[test]
+fn token_budget_is_met_and_reversible() {
+    let mut fitted = 0;
+    for (id, messages) in records() {
+        let free = compress(&messages, &CompressOptions::default()).unwrap();
+        let budget = free.stats.tokens_before / 4;
+        let opts = CompressOptions {
+            token_budget: Some(budget),
+            ..Default::default()
+        };
+        let out = compress(&messages, &opts).unwrap();
+        assert_eq!(out.stats.budget, Some(budget));
+        let fits = out.stats.fits.unwrap();
+        assert_eq!(
+            fits,
+            out.stats.tokens_after <= budget,
+            "{id}: fits must tell the truth"
+        );
+        fitted += usize::from(fits);
+        assert!(
+            out.stats.tokens_after <= free.stats.tokens_after,
+            "{id}: a budget never grows the result"
+        );
+        assert_eq!(
+            uncompress(&out.messages, &out.verbatim),
+            messages,
+            "{id}: round trip under a budget"
+        );
+        let vo = ValidateOptions::default();
+        if validate(&messages, &vo).unwrap().valid {
+            assert!(validate(&out.messages, &vo).unwrap().valid, "{id}");
+        }
+        // targetRatio is the same budget, relative.
+        let rel = compress(
+            &messages,
+            &CompressOptions {
+                target_ratio: Some(0.25),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(rel.stats.budget, Some(free.stats.tokens_before / 4));
+    }
+    assert!(fitted >= 12, "only {fitted} conversations fit a 25% budget");
+}
+
+#[test]
+fn min_tokens_leaves_small_conversations_alone() {
+    let (_, messages) = records().into_iter().next().unwrap();
+    let opts = CompressOptions {
+        min_tokens: 1_000_000,
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    assert_eq!(out.messages, messages);
+    assert!(out.verbatim.is_empty());
+    let e = CompressOptions::from_json(r#"{"targetRatio": 1.5}"#).unwrap_err();
+    assert_eq!(e.path(), "options.targetRatio");
+}

@@ -259,10 +259,14 @@ mod cli {
         } else {
             "id"
         };
-        let trace = match &out.trace {
+        let mut trace = match &out.trace {
             Some(t) => format!(",\"trace\":{}", to_json(t)),
             None => String::new(),
         };
+        if let Some(fits) = out.stats.fits {
+            // The metric reads `fits` at the top level.
+            trace.push_str(&format!(",\"fits\":{fits}"));
+        }
         Ok(format!(
             "{{\"{key}\":{id},\"messages\":{},\"verbatim\":{},\"stats\":{},\"ms\":{ms:.3}{trace}}}",
             out.json,

@@ -64,6 +64,14 @@ pub struct CompressStats {
     pub merged: usize,
     /// Texts whose prose was summarised around verbatim code fences.
     pub code_split: usize,
+    /// Texts cut to a preview by the budget's last step.
+    pub truncated: usize,
+    /// The token budget applied (`tokenBudget`, or `targetRatio` × `tokensBefore`).
+    pub budget: Option<usize>,
+    /// Whether `tokensAfter` ≤ `budget` (absent without a budget).
+    pub fits: Option<bool>,
+    /// How far the budget loop escalated (0: the default pass was enough).
+    pub escalation: usize,
 }
 
 /// One classification decision (with `trace: true`).
@@ -114,7 +122,7 @@ pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<Compres
         .collect::<Result<_, _>>()
         .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
-    let plan = plan(&raws, options)?;
+    let plan = run(&raws, options)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
             .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))
@@ -145,7 +153,7 @@ pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<Compres
 /// Compresses a JSON document: an array of messages or a request body with `messages`.
 pub fn compress_json(json: &str, options: &CompressOptions) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
-    let plan = plan(&doc.messages, options)?;
+    let plan = run(&doc.messages, options)?;
     let text = doc.write(json.len(), |out| {
         out.push('[');
         for (n, p) in plan.messages.iter().enumerate() {
@@ -280,11 +288,179 @@ enum Fate {
     Keep(String),
     Replace { body: String, action: &'static str },
     Dup { of: usize, similarity: Option<u32> },
+    Truncate,
 }
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
-fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
+/// How hard one pass of the pipeline compresses (the budget loop escalates it).
+#[derive(Clone, Copy, Debug)]
+struct Tuning {
+    level: Level,
+    recency_window: usize,
+    /// JSON tool output as a lossy field summary instead of the lossless rendering.
+    lossy_json: bool,
+    fuzzy: bool,
+    /// Truncate this many of the oldest compressible texts to a short preview.
+    truncate_oldest: usize,
+    /// Messages before this index are summarised at `older_level` (the budget loop's
+    /// refinement: the oldest messages go one level deeper first).
+    older_than: usize,
+    older_level: Level,
+}
+
+impl Tuning {
+    fn base(options: &CompressOptions) -> Tuning {
+        Tuning {
+            level: Level::DEFAULT,
+            recency_window: options.recency_window,
+            lossy_json: false,
+            fuzzy: options.fuzzy_dedup,
+            truncate_oldest: 0,
+            older_than: 0,
+            older_level: Level::DEFAULT,
+        }
+    }
+}
+
+/// Runs the pipeline, escalating until the token budget (if any) is met: a smaller recency
+/// window, tighter summary levels (50% → 25% → 12.5% of the default), lossy summaries of JSON
+/// tool output and near-duplicate removal, then truncation of the oldest compressible texts.
+fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
+    let base = Tuning::base(options);
+    let first = plan(raws, options, base)?;
+    let before = first.stats.tokens_before;
+    if before <= options.min_tokens {
+        return plan(
+            raws,
+            options,
+            Tuning {
+                level: Level::NONE,
+                ..base
+            },
+        )
+        .map(|mut p| {
+            p.stats.fits = budget(options, before).map(|b| p.stats.tokens_after <= b);
+            p
+        });
+    }
+    let Some(budget) = budget(options, before) else {
+        return Ok(first);
+    };
+    let mut schedule = vec![
+        Tuning {
+            recency_window: base.recency_window.min(2),
+            ..base
+        },
+        Tuning {
+            level: Level::DEFAULT.tighter(),
+            recency_window: base.recency_window.min(2),
+            lossy_json: true,
+            fuzzy: true,
+            ..base
+        },
+        Tuning {
+            level: Level::DEFAULT.tighter().tighter(),
+            recency_window: base.recency_window.min(1),
+            lossy_json: true,
+            fuzzy: true,
+            ..base
+        },
+        Tuning {
+            level: Level::DEFAULT.tighter().tighter().tighter(),
+            recency_window: base.recency_window.min(1),
+            lossy_json: true,
+            fuzzy: true,
+            ..base
+        },
+        // Even the newest message is summarised before anything is truncated.
+        Tuning {
+            level: Level::DEFAULT.tighter().tighter().tighter(),
+            recency_window: 0,
+            lossy_json: true,
+            fuzzy: true,
+            ..base
+        },
+    ];
+    let deepest = schedule[schedule.len() - 1];
+    let mut k = 1;
+    while k <= raws.len() * 4 {
+        schedule.push(Tuning {
+            truncate_oldest: k,
+            ..deepest
+        });
+        k *= 2;
+    }
+    let steps: Vec<Tuning> = std::iter::once(base).chain(schedule).collect();
+    let mut best = first;
+    let mut found = None;
+    for (step, tuning) in steps.iter().enumerate() {
+        let p = if step == 0 {
+            best
+        } else {
+            plan(raws, options, *tuning)?
+        };
+        let fits = p.stats.tokens_after <= budget;
+        best = p;
+        best.stats.escalation = step;
+        if fits {
+            found = Some(step);
+            break;
+        }
+    }
+    // Refine: the first fitting step may overshoot. Between it and the step before, find the
+    // lightest mix that still fits (binary search; fitting is monotone in the mix).
+    if let Some(step) = found.filter(|&s| s > 0) {
+        let (prev, cur) = (steps[step - 1], steps[step]);
+        let mix = |x: usize| -> Tuning {
+            if cur.truncate_oldest > 0 {
+                Tuning {
+                    truncate_oldest: x,
+                    ..cur
+                }
+            } else {
+                // The oldest `x` messages at the deeper level, the rest at the lighter one.
+                Tuning {
+                    level: prev.level,
+                    older_than: x,
+                    older_level: cur.level,
+                    ..cur
+                }
+            }
+        };
+        let (mut lo, mut hi) = if cur.truncate_oldest > 0 {
+            (prev.truncate_oldest, cur.truncate_oldest)
+        } else {
+            (0, raws.len())
+        };
+        // Invariant: mix(hi) fits (mix(raws.len()) is `cur` itself); find the smallest.
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            let p = plan(raws, options, mix(mid))?;
+            if p.stats.tokens_after <= budget {
+                hi = mid;
+                best = p;
+                best.stats.escalation = step;
+            } else {
+                lo = mid;
+            }
+        }
+    }
+    best.stats.fits = Some(best.stats.tokens_after <= budget);
+    best.stats.budget = Some(budget);
+    Ok(best)
+}
+
+/// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
+fn budget(options: &CompressOptions, before: usize) -> Option<usize> {
+    options.token_budget.or_else(|| {
+        options
+            .target_ratio
+            .map(|r| (before as f64 * r).floor() as usize)
+    })
+}
+
+fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result<Plan, Error> {
     let views: Vec<MessageView<'_>> = raws
         .iter()
         .enumerate()
@@ -311,7 +487,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
     };
 
     // 1. Message-level preservation.
-    let recency_from = n.saturating_sub(options.recency_window);
+    let recency_from = n.saturating_sub(tuning.recency_window);
     let mut preserved = vec![false; n];
     for (i, view) in views.iter().enumerate() {
         let reason = if options
@@ -383,7 +559,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
 
     // 3. Dedup: exact (and fuzzy) against every text of the conversation, newest copy kept.
     let mut fates: Vec<Option<Fate>> = (0..units.len()).map(|_| None).collect();
-    if options.dedup || options.fuzzy_dedup {
+    if (options.dedup || tuning.fuzzy) && tuning.level.ratio > 0.0 {
         let all_texts = all_texts(&values);
         for (u, unit) in units.iter().enumerate() {
             if unit.text.chars().count() < options.min_chars.max(1) {
@@ -400,7 +576,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
                 });
                 continue;
             }
-            if options.fuzzy_dedup {
+            if tuning.fuzzy {
                 let lines = line_set(&unit.text);
                 if lines.len() >= 3 {
                     let best = all_texts
@@ -441,17 +617,28 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
         }
     }
     let terms = summarize::query_terms(options.query.as_deref());
-    let level = Level::DEFAULT;
+    let mut truncations = tuning.truncate_oldest;
     for (u, unit) in units.iter().enumerate() {
         if fates[u].is_some() {
             continue;
         }
+        let level = if unit.msg < tuning.older_than {
+            tuning.older_level
+        } else {
+            tuning.level
+        };
         let t = unit.text.as_str();
         let keep = |reason: &str| Fate::Keep(reason.to_string());
         let fate = if t.chars().count() < options.min_chars {
             keep("short content")
         } else if MARKERS.iter().any(|m| t.trim_start().starts_with(m)) {
             keep("already compressed")
+        } else if truncations > 0 {
+            // The budget's last resort: the oldest texts, whatever they are, cut to a preview.
+            truncations -= 1;
+            Fate::Truncate
+        } else if level.ratio <= 0.0 {
+            keep("below minTokens")
         } else if patterns.iter().any(|p| p.is_match(t)) {
             keep("preserve pattern")
         } else if options.preserve_code && fences::has_fence(t) {
@@ -469,13 +656,17 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
         } else if unit.kind == UnitKind::ToolOutput {
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
-                    body: summarize::json_compact(
-                        &v,
-                        level,
-                        &seen,
-                        unit.msg,
-                        options.preserve_numbers,
-                    ),
+                    body: if tuning.lossy_json {
+                        summarize::json(&v, level, t.chars().count())
+                    } else {
+                        summarize::json_compact(
+                            &v,
+                            level,
+                            &seen,
+                            unit.msg,
+                            options.preserve_numbers,
+                        )
+                    },
                     action: "summarized",
                 },
                 _ if detect::is_structured(t) => Fate::Replace {
@@ -562,6 +753,11 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
                 .filter_map(|g| values[*g].get("content").and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("\n\n");
+            let level = if i < tuning.older_than {
+                tuning.older_level
+            } else {
+                tuning.level
+            };
             let body = summarize::prose(&joined, level, &terms);
             let marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
@@ -621,6 +817,12 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
                     let text = format!("[summary#{id}: {body}]");
                     Some((text, action, "compressed".to_string()))
                 }
+                Some(Fate::Truncate) => {
+                    let size = unit.text.chars().count();
+                    let preview = summarize::cut_at_word(unit.text.trim(), 60);
+                    let text = format!("[truncated#{id} — {size} chars: {preview}]");
+                    Some((text, "truncated", "token budget".to_string()))
+                }
                 None => None,
             };
             let Some((text, action, reason)) = replacement else {
@@ -636,6 +838,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
             match action {
                 "deduped" => stats.deduped += 1,
                 "code_split" => stats.code_split += 1,
+                "truncated" => stats.truncated += 1,
                 _ => stats.summarized += 1,
             }
             decide(i, unit.block, action, reason);

@@ -32,6 +32,15 @@ pub struct CompressOptions {
     /// Keep every number of tool output (long numeric arrays are otherwise summarised by
     /// count, range, first and last values). Default false.
     pub preserve_numbers: bool,
+    /// A token budget the result must meet (estimated tokens of the messages' text, see
+    /// `text::tokens`): the pipeline escalates until it fits or nothing compressible is left,
+    /// and `stats.fits` tells which. Default none.
+    pub token_budget: Option<usize>,
+    /// A budget as a fraction of the input's tokens (0.25: a quarter), used when `tokenBudget`
+    /// is not given. Default none.
+    pub target_ratio: Option<f64>,
+    /// Conversations of at most this many tokens are returned unchanged. Default 0.
+    pub min_tokens: usize,
     /// Return one decision record per message with its reason. Default false.
     pub trace: bool,
     /// Force a provider's shape instead of detecting it.
@@ -51,6 +60,9 @@ impl Default for CompressOptions {
             query: None,
             preserve_code: true,
             preserve_numbers: false,
+            token_budget: None,
+            target_ratio: None,
+            min_tokens: 0,
             trace: false,
             format: None,
         }
@@ -76,6 +88,15 @@ impl CompressOptions {
     }
 
     fn check(&self) -> Result<(), Error> {
+        if let Some(r) = self.target_ratio {
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "options.targetRatio",
+                    "must be greater than 0 and at most 1",
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
             return Err(Error::new(
                 ErrorKind::InvalidOptions,

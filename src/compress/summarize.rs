@@ -35,19 +35,28 @@ impl Level {
         max_keys: 24,
     };
 
+    /// No summarising at all (below `minTokens`).
+    pub const NONE: Level = Level {
+        ratio: 0.0,
+        min_chars: 0,
+        max_chars: 0,
+        max_keys: 0,
+    };
+
     /// The budget in characters for an original of `len` characters.
     pub fn budget(&self, len: usize) -> usize {
         let target = (len as f64 * self.ratio).round() as usize;
         target.clamp(self.min_chars, self.max_chars.max(self.min_chars))
     }
 
-    /// A tighter level (for budget escalation): half the ratio and bounds.
+    /// A tighter level (for budget escalation): half the ratio and bounds, the same key
+    /// allowance (key tokens are what a reader needs verbatim, and they are short).
     pub fn tighter(&self) -> Level {
         Level {
             ratio: self.ratio / 2.0,
             min_chars: (self.min_chars / 2).max(40),
             max_chars: (self.max_chars / 2).max(80),
-            max_keys: (self.max_keys / 2).max(4),
+            max_keys: self.max_keys,
         }
     }
 }

@@ -83,10 +83,7 @@ pub fn plan_watermark(
         .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
         .collect::<Result<_, _>>()?;
     let format = resolve_format(&views, options.format)?;
-    let measures: Vec<(usize, usize)> = raws
-        .iter()
-        .map(|r| measure(r.get()))
-        .collect();
+    let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r.get())).collect();
     let mut stats = WatermarkStats {
         messages_before: raws.len(),
         chars_before: measures.iter().map(|m| m.0).sum(),

@@ -15,7 +15,7 @@ if (!pkgDir || !binary || fixtures.length === 0) {
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node)).href);
 
-const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }];
+const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 }];
 const cases = [];
 for (const file of fixtures) {
   for (const line of readFileSync(file, 'utf8').split('\n')) {
