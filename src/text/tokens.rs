@@ -37,60 +37,73 @@ pub fn measure(text: &str) -> (usize, usize) {
     let chars = bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count();
     let mut tokens = 0usize;
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match CLASS[b as usize] {
-            LETTER | LATIN => {
-                // A run of letters: parts split at lower→upper transitions.
-                let (mut j, mut inner_upper, mut parts, mut part_len, mut letters) =
-                    (i, 0usize, 0usize, 0usize, 0usize);
-                let mut prev_lower = false;
-                while j < bytes.len() && matches!(CLASS[bytes[j] as usize], LETTER | LATIN) {
-                    let c = bytes[j];
-                    let upper = c.is_ascii_uppercase();
-                    if j > i && upper {
-                        inner_upper += 1;
-                        if prev_lower {
-                            parts += 1 + (part_len - 1) / 6;
-                            part_len = 0;
+    let n = bytes.len();
+    while i < n {
+        match CLASS[bytes[i] as usize] {
+            LOWER | UPPER | LATIN => {
+                // A run of letters; parts split at lower→upper transitions. The common case,
+                // a lower-case word, is one tight loop.
+                let start = i;
+                let mut parts = 0usize;
+                let mut inner_upper = 0usize;
+                let mut letters = 0usize;
+                let mut part_letters = 0usize;
+                while i < n {
+                    match CLASS[bytes[i] as usize] {
+                        LOWER => {
+                            i += 1;
+                            letters += 1;
+                            part_letters += 1;
                         }
+                        LATIN => {
+                            i += 2;
+                            letters += 1;
+                            part_letters += 1;
+                        }
+                        UPPER => {
+                            if i > start {
+                                inner_upper += 1;
+                                let prev = CLASS[bytes[i - 1] as usize];
+                                if prev == LOWER || prev == CONTINUATION {
+                                    parts += 1 + (part_letters - 1) / 6;
+                                    part_letters = 0;
+                                }
+                            }
+                            i += 1;
+                            letters += 1;
+                            part_letters += 1;
+                        }
+                        _ => break,
                     }
-                    prev_lower = c.is_ascii_lowercase() || CLASS[c as usize] == LATIN;
-                    part_len += 1;
-                    letters += 1;
-                    // A Latin lead byte is followed by one continuation byte.
-                    j += if CLASS[c as usize] == LATIN { 2 } else { 1 };
                 }
-                parts += 1 + (part_len.max(1) - 1) / 6;
+                parts += 1 + (part_letters.max(1) - 1) / 6;
                 tokens += if inner_upper > 3 {
                     letters.div_ceil(3)
                 } else {
                     parts
                 };
-                i = j.min(bytes.len());
+                i = i.min(n);
             }
             DIGIT => {
-                let mut j = i;
-                while j < bytes.len() && bytes[j].is_ascii_digit() {
-                    j += 1;
+                let start = i;
+                while i < n && bytes[i].is_ascii_digit() {
+                    i += 1;
                 }
-                tokens += (j - i).div_ceil(3);
-                if i > 0 && bytes[i - 1] == b' ' {
+                tokens += (i - start).div_ceil(3);
+                if start > 0 && bytes[start - 1] == b' ' {
                     tokens += 1;
                 }
-                i = j;
             }
             BLANK => {
-                let mut j = i;
+                let start = i;
                 let mut newline = false;
-                while j < bytes.len() && CLASS[bytes[j] as usize] == BLANK {
-                    newline |= bytes[j] == b'\n' || bytes[j] == b'\r';
-                    j += 1;
+                while i < n && CLASS[bytes[i] as usize] == BLANK {
+                    newline |= bytes[i] == b'\n' || bytes[i] == b'\r';
+                    i += 1;
                 }
-                if newline || j - i >= 2 {
+                if newline || i - start >= 2 {
                     tokens += 1;
                 }
-                i = j;
             }
             CONTINUATION => i += 1,
             WIDE => {
@@ -106,7 +119,7 @@ pub fn measure(text: &str) -> (usize, usize) {
     (chars, tokens)
 }
 
-const LETTER: u8 = 0;
+const LOWER: u8 = 0;
 const DIGIT: u8 = 1;
 const BLANK: u8 = 2;
 const OTHER: u8 = 3;
@@ -115,6 +128,7 @@ const CONTINUATION: u8 = 4;
 const LATIN: u8 = 5;
 /// Lead byte of a 4-byte character (outside the BMP).
 const WIDE: u8 = 6;
+const UPPER: u8 = 7;
 
 /// The class of every byte, so the loop above is one table look-up per byte.
 static CLASS: [u8; 256] = {
@@ -122,8 +136,10 @@ static CLASS: [u8; 256] = {
     let mut b = 0usize;
     while b < 256 {
         let c = b as u8;
-        table[b] = if c.is_ascii_alphabetic() {
-            LETTER
+        table[b] = if c.is_ascii_lowercase() {
+            LOWER
+        } else if c.is_ascii_uppercase() {
+            UPPER
         } else if c.is_ascii_digit() {
             DIGIT
         } else if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0B || c == 0x0C {
@@ -166,6 +182,80 @@ mod tests {
         assert_eq!(estimate_tokens("price 1234567"), 5);
         assert_eq!(count_chars("héllo 日本"), 8);
         assert_eq!(measure("héllo 日本"), (8, 3));
+    }
+
+    /// The rules of the module docs, written plainly over chars.
+    fn reference(text: &str) -> usize {
+        let cs: Vec<char> = text.chars().collect();
+        let latin = |c: char| ('\u{C0}'..='\u{27F}').contains(&c);
+        let letter = |c: char| c.is_ascii_alphabetic() || latin(c);
+        let (mut t, mut i) = (0, 0);
+        while i < cs.len() {
+            let c = cs[i];
+            if letter(c) {
+                let (mut j, mut upper, mut parts, mut part) = (i, 0, 0, 0usize);
+                while j < cs.len() && letter(cs[j]) {
+                    if j > i && cs[j].is_ascii_uppercase() {
+                        upper += 1;
+                        if cs[j - 1].is_ascii_lowercase() || latin(cs[j - 1]) {
+                            parts += 1 + (part - 1) / 6;
+                            part = 0;
+                        }
+                    }
+                    part += 1;
+                    j += 1;
+                }
+                parts += 1 + (part - 1) / 6;
+                t += if upper > 3 {
+                    (j - i).div_ceil(3)
+                } else {
+                    parts
+                };
+                i = j;
+            } else if c.is_ascii_digit() {
+                let mut j = i;
+                while j < cs.len() && cs[j].is_ascii_digit() {
+                    j += 1;
+                }
+                t += (j - i).div_ceil(3) + usize::from(i > 0 && cs[i - 1] == ' ');
+                i = j;
+            } else if matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}') {
+                let mut j = i;
+                let mut nl = false;
+                while j < cs.len() && matches!(cs[j], ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}')
+                {
+                    nl |= matches!(cs[j], '\n' | '\r');
+                    j += 1;
+                }
+                t += usize::from(nl || j - i >= 2);
+                i = j;
+            } else {
+                t += if (c as u32) > 0xFFFF { 2 } else { 1 };
+                i += 1;
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn fast_loop_matches_the_rules() {
+        for text in [
+            "",
+            "parseConfigFile and snake_case, 12345 items!\n\n  done",
+            "café crème ÉLAN naïve CamelÉtude",
+            "pYNr2kXMJrhbTKxChm2WEhBo 日本語 🎉🎉 x\ty",
+            "{\"price\": 220.34, \"MA(5)\": [234.34, 212.46]}",
+        ] {
+            assert_eq!(estimate_tokens(text), reference(text), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_loop_matches_the_rules_on_any_text(text in "[a-zA-Z0-9 \\n\\t.,:;{}\\[\\]\"'_éÉłŁ日🎉-]{0,80}") {
+            proptest::prop_assert_eq!(estimate_tokens(&text), reference(&text));
+            proptest::prop_assert_eq!(measure(&text).0, text.chars().count());
+        }
     }
 
     #[test]
