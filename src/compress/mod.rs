@@ -36,7 +36,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{join_index, Error, ErrorKind};
-use crate::message::{resolve_format, BlockKind, Format, MessageView, RawDocument, Role};
+use crate::message::{
+    raw_texts, resolve_format, views_from_raws, BlockKind, Format, RawDocument, Role,
+};
 use crate::text::{detect, estimate_tokens, fences, hash};
 use summarize::Level;
 
@@ -116,11 +118,7 @@ pub struct CompressJsonOutput {
 
 /// Compresses an array of messages.
 pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<CompressOutput, Error> {
-    let texts: Vec<Box<RawValue>> = messages
-        .iter()
-        .map(serde_json::value::to_raw_value)
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))?;
+    let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
     let plan = run(&raws, options)?;
     let parse = |t: &str| {
@@ -154,19 +152,13 @@ pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<Compres
 pub fn compress_json(json: &str, options: &CompressOptions) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
     let plan = run(&doc.messages, options)?;
-    let text = doc.write(json.len(), |out| {
-        out.push('[');
-        for (n, p) in plan.messages.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            match p {
-                Out::Keep(i) => out.push_str(doc.messages[*i].get()),
-                Out::New(t) => out.push_str(t),
-            }
-        }
-        out.push(']');
-    });
+    let text = doc.write_messages(
+        json.len(),
+        plan.messages.iter().map(|p| match p {
+            Out::Keep(i) => doc.messages[*i].get(),
+            Out::New(t) => t.as_str(),
+        }),
+    );
     let mut verbatim = String::from("{");
     for (n, (id, originals)) in plan.verbatim.iter().enumerate() {
         if n > 0 {
@@ -461,11 +453,7 @@ fn budget(options: &CompressOptions, before: usize) -> Option<usize> {
 }
 
 fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result<Plan, Error> {
-    let views: Vec<MessageView<'_>> = raws
-        .iter()
-        .enumerate()
-        .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
-        .collect::<Result<_, _>>()?;
+    let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
     let patterns = options.patterns()?;
     let values: Vec<Value> = raws

@@ -59,9 +59,5 @@ pub fn uncompress_json(json: &str, verbatim: &str) -> Result<String, Error> {
             None => pieces.push(raw.get()),
         }
     }
-    Ok(doc.write(json.len() * 2, |out| {
-        out.push('[');
-        out.push_str(&pieces.join(","));
-        out.push(']');
-    }))
+    Ok(doc.write_messages(json.len() * 2, pieces))
 }

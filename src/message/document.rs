@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use super::raw::{Elements, Members};
 use super::view::MessageView;
-use crate::error::{join_index, Error, ErrorKind};
+use crate::error::{Error, ErrorKind};
 
 /// A parsed JSON document holding messages, with every message kept as raw text.
 #[derive(Debug)]
@@ -72,11 +72,25 @@ impl<'a> RawDocument<'a> {
 
     /// Reads the structural view of every message.
     pub fn views(&self) -> Result<Vec<MessageView<'a>>, Error> {
-        self.messages
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| MessageView::from_raw(raw, &join_index("messages", i)))
-            .collect()
+        super::views_from_raws(&self.messages)
+    }
+
+    /// Writes the document with its messages replaced by `messages` (JSON texts, in order).
+    pub fn write_messages<'s>(
+        &self,
+        capacity: usize,
+        messages: impl IntoIterator<Item = &'s str>,
+    ) -> String {
+        self.write(capacity, |out| {
+            out.push('[');
+            for (n, text) in messages.into_iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                out.push_str(text);
+            }
+            out.push(']');
+        })
     }
 
     /// Writes the document back with `write_messages` producing the new `messages` array's

@@ -29,6 +29,7 @@ pub use validate::{
 };
 pub use view::{BlockView, ContentView, FunctionView, MessageView, TextInfo, ToolCallView};
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{join_index, Error, ErrorKind};
@@ -40,6 +41,23 @@ pub fn views_from_values(messages: &[Value]) -> Result<Vec<MessageView<'_>>, Err
         .enumerate()
         .map(|(i, m)| MessageView::from_value(m, &join_index("messages", i)))
         .collect()
+}
+
+/// Reads the view of every raw message, with paths `messages[i]…` in errors.
+pub fn views_from_raws<'a>(raws: &[&'a RawValue]) -> Result<Vec<MessageView<'a>>, Error> {
+    raws.iter()
+        .enumerate()
+        .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
+        .collect()
+}
+
+/// Each message as its compact JSON text (the value entry points run the raw planners on these).
+pub fn raw_texts(messages: &[Value]) -> Result<Vec<Box<RawValue>>, Error> {
+    messages
+        .iter()
+        .map(serde_json::value::to_raw_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))
 }
 
 /// The provider a single message's shape proves, if any.

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use crate::compress::{compress_json, uncompress_json, CompressOptions};
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, RawDocument, ValidateOptions};
-use crate::watermark::{plan_watermark, write_plan, Planned, WatermarkOptions, WatermarkState};
+use crate::watermark::{plan_watermark, Planned, WatermarkOptions, WatermarkState};
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -140,14 +140,12 @@ pub fn apply_watermark_json(
 ) -> Result<JsValue, JsValue> {
     let state = read_state(&state)?;
     let options = read_options(&options)?;
-    let doc = RawDocument::parse(json).map_err(js_error)?;
-    let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
-    let text = write_plan(&doc, &plan, json.len());
+    let out = crate::watermark::apply_watermark_json(json, &state, &options).map_err(js_error)?;
     result_object(&[
-        ("json", text.into()),
-        ("state", to_js(&plan.state)?),
-        ("stats", to_js(&plan.stats)?),
-        ("warnings", to_js(&plan.warnings)?),
+        ("json", out.json.into()),
+        ("state", to_js(&out.state)?),
+        ("stats", to_js(&out.stats)?),
+        ("warnings", to_js(&out.warnings)?),
     ])
 }
 

@@ -47,7 +47,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind};
-use crate::message::RawDocument;
+use crate::message::{raw_texts, RawDocument};
 
 /// Counts of what [`apply_watermark`] did. `chars*` and `tokens*` measure the JSON text of the
 /// messages (each message's text as given, or compact for rewritten ones); tokens are
@@ -150,11 +150,7 @@ pub fn apply_watermark(
     state: &WatermarkState,
     options: &WatermarkOptions,
 ) -> Result<WatermarkOutput, Error> {
-    let texts: Vec<Box<RawValue>> = messages
-        .iter()
-        .map(serde_json::value::to_raw_value)
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))?;
+    let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
     let plan = plan_watermark(&raws, state, options)?;
     let out = plan
@@ -195,19 +191,13 @@ pub fn apply_watermark_json(
     })
 }
 
-/// Writes a planned document (used by the JSON entry points of every host).
-pub fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
-    doc.write(capacity, |out| {
-        out.push('[');
-        for (n, p) in plan.messages.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            match p {
-                Planned::Keep(i) => out.push_str(doc.messages[*i].get()),
-                Planned::New { text, .. } => out.push_str(text),
-            }
-        }
-        out.push(']');
-    })
+/// Writes a planned document: kept messages as their input bytes, rewritten ones as planned.
+fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
+    doc.write_messages(
+        capacity,
+        plan.messages.iter().map(|p| match p {
+            Planned::Keep(i) => doc.messages[*i].get(),
+            Planned::New { text } => text.as_str(),
+        }),
+    )
 }

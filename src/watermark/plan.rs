@@ -17,7 +17,8 @@ use super::options::{Matchers, WatermarkOptions, WatermarkState};
 use super::{Warning, WatermarkStats};
 use crate::error::{join_index, Error};
 use crate::message::{
-    resolve_format, BlockKind, BlockView, ContentView, Format, MessageView, RawObject, Role, Slot,
+    resolve_format, views_from_raws, BlockKind, BlockView, ContentView, Format, MessageView,
+    RawObject, Role, Slot,
 };
 use crate::text::{count_chars, estimate_tokens, measure};
 
@@ -77,11 +78,7 @@ pub fn plan_watermark(
     options: &WatermarkOptions,
 ) -> Result<WatermarkPlan, Error> {
     let matchers = options.matchers()?;
-    let views: Vec<MessageView<'_>> = raws
-        .iter()
-        .enumerate()
-        .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
-        .collect::<Result<_, _>>()?;
+    let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
     let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r.get())).collect();
     let mut stats = WatermarkStats {
