@@ -285,6 +285,9 @@ enum Fate {
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
+/// How many newer texts fuzzy dedup compares a text with (the nearest ones).
+const FUZZY_WINDOW: usize = 256;
+
 /// How hard one pass of the pipeline compresses (the budget loop escalates it).
 #[derive(Clone, Copy, Debug)]
 struct Tuning {
@@ -549,17 +552,23 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
     let mut fates: Vec<Option<Fate>> = (0..units.len()).map(|_| None).collect();
     if (options.dedup || tuning.fuzzy) && tuning.level.ratio > 0.0 {
         let all_texts = all_texts(&values);
+        // The newest message holding each text (texts are in message order).
+        let mut newest: HashMap<&str, usize> = HashMap::with_capacity(all_texts.len());
+        for (m, t) in &all_texts {
+            newest.insert(t.as_str(), *m);
+        }
+        let line_sets: Vec<HashSet<&str>> = if tuning.fuzzy {
+            all_texts.iter().map(|(_, t)| line_set(t)).collect()
+        } else {
+            Vec::new()
+        };
         for (u, unit) in units.iter().enumerate() {
             if unit.text.chars().count() < options.min_chars.max(1) {
                 continue;
             }
-            let newer = all_texts
-                .iter()
-                .rev()
-                .find(|(m, t)| *m > unit.msg && *t == unit.text);
-            if let Some((m, _)) = newer {
+            if let Some(&m) = newest.get(unit.text.as_str()).filter(|&&m| m > unit.msg) {
                 fates[u] = Some(Fate::Dup {
-                    of: *m,
+                    of: m,
                     similarity: None,
                 });
                 continue;
@@ -567,15 +576,18 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             if tuning.fuzzy {
                 let lines = line_set(&unit.text);
                 if lines.len() >= 3 {
+                    // The newest similar text among the nearest newer ones (bounded, so a long
+                    // history stays linear).
                     let best = all_texts
                         .iter()
+                        .zip(&line_sets)
                         .rev()
-                        .filter(|(m, t)| {
-                            *m > unit.msg
-                                && t.len() * 2 >= unit.text.len()
-                                && unit.text.len() * 2 >= t.len()
+                        .filter(|((m, _), _)| *m > unit.msg)
+                        .take(FUZZY_WINDOW)
+                        .filter(|((_, t), _)| {
+                            t.len() * 2 >= unit.text.len() && unit.text.len() * 2 >= t.len()
                         })
-                        .map(|(m, t)| (*m, jaccard(&lines, &line_set(t))))
+                        .map(|((m, _), set)| (*m, jaccard(&lines, set)))
                         .find(|(_, s)| *s >= options.fuzzy_threshold);
                     if let Some((m, s)) = best {
                         fates[u] = Some(Fate::Dup {
