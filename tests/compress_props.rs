@@ -1,0 +1,120 @@
+//! Laws of compress over generated valid conversations in both providers' shapes.
+#![cfg(not(target_arch = "wasm32"))]
+
+use condense::compress::{compress, compress_json, uncompress, uncompress_json, CompressOptions};
+use condense::message::{validate, Format, ValidateOptions};
+use proptest::prelude::*;
+use serde_json::Value;
+
+mod gen;
+use gen::{anthropic, openai, step};
+
+fn options() -> impl Strategy<Value = CompressOptions> {
+    (
+        0usize..5,
+        any::<bool>(),
+        proptest::option::of(prop_oneof![Just(0.1), Just(0.25), Just(0.5)]),
+        any::<bool>(),
+        proptest::option::of(Just("config parseConfig".to_string())),
+    )
+        .prop_map(|(recency, fuzzy, ratio, numbers, query)| CompressOptions {
+            recency_window: recency,
+            fuzzy_dedup: fuzzy,
+            target_ratio: ratio,
+            preserve_numbers: numbers,
+            query,
+            ..CompressOptions::default()
+        })
+}
+
+fn check_laws(
+    input: Vec<Value>,
+    format: Format,
+    opts: CompressOptions,
+) -> Result<(), TestCaseError> {
+    let vopts = ValidateOptions {
+        format: Some(format),
+    };
+    prop_assume!(validate(&input, &vopts).unwrap().valid);
+    let out = compress(&input, &opts).unwrap();
+
+    // Round trip, exact.
+    prop_assert_eq!(&uncompress(&out.messages, &out.verbatim), &input);
+    // Valid stays valid.
+    let report = validate(&out.messages, &vopts).unwrap();
+    prop_assert!(report.valid, "{:?}", report.violations);
+    // Never larger; a budget's verdict is the truth.
+    prop_assert!(out.stats.tokens_after <= out.stats.tokens_before);
+    if let (Some(budget), Some(fits)) = (out.stats.budget, out.stats.fits) {
+        prop_assert_eq!(fits, out.stats.tokens_after <= budget);
+    }
+    // Deterministic.
+    prop_assert_eq!(&compress(&input, &opts).unwrap(), &out);
+    // The recency window and system messages come back untouched (without a budget).
+    if opts.target_ratio.is_none() {
+        let k = opts.recency_window.min(input.len());
+        prop_assert_eq!(
+            &out.messages[out.messages.len() - k..],
+            &input[input.len() - k..]
+        );
+        for (i, m) in input.iter().enumerate() {
+            if m["role"] == "system" {
+                prop_assert_eq!(&out.messages[i], m, "system message {} changed", i);
+            }
+        }
+        // Idempotent on its own output.
+        let again = compress(&out.messages, &opts).unwrap();
+        prop_assert_eq!(&again.messages, &out.messages);
+    }
+    // The JSON path: the same stats, a byte-identical round trip.
+    let text = serde_json::to_string(&input).unwrap();
+    let j = compress_json(&text, &opts).unwrap();
+    prop_assert_eq!(&j.stats, &out.stats);
+    prop_assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn anthropic_laws(steps in proptest::collection::vec(step(), 0..12), opts in options()) {
+        check_laws(anthropic(&steps), Format::Anthropic, opts)?;
+    }
+
+    #[test]
+    fn openai_laws(steps in proptest::collection::vec(step(), 0..12), opts in options()) {
+        check_laws(openai(&steps), Format::OpenAi, opts)?;
+    }
+}
+
+/// The generated conversations really exercise the pipeline: a good share compresses, some
+/// dedup, and a budget escalates.
+#[test]
+fn generator_covers_the_pipeline() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = proptest::collection::vec(step(), 4..12);
+    let (mut compressed, mut deduped, mut escalated, mut total) = (0, 0, 0, 0);
+    for _ in 0..200 {
+        let steps = strategy.new_tree(&mut runner).unwrap().current();
+        for messages in [anthropic(&steps), openai(&steps)] {
+            total += 1;
+            let out = compress(&messages, &CompressOptions::default()).unwrap();
+            compressed += usize::from(out.stats.tokens_after < out.stats.tokens_before);
+            deduped += usize::from(out.stats.deduped > 0);
+            let tight = CompressOptions {
+                target_ratio: Some(0.1),
+                ..CompressOptions::default()
+            };
+            escalated += usize::from(compress(&messages, &tight).unwrap().stats.escalation > 0);
+        }
+    }
+    assert!(
+        compressed * 3 >= total,
+        "only {compressed}/{total} compressed"
+    );
+    assert!(deduped * 20 >= total, "only {deduped}/{total} deduped");
+    assert!(escalated * 3 >= total, "only {escalated}/{total} escalated");
+}
