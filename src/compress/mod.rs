@@ -657,7 +657,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
                     body: if tuning.lossy_json {
-                        summarize::json(&v, level, t.chars().count())
+                        summarize::json(&v, level, t.chars().count(), &terms)
                     } else {
                         summarize::json_compact(
                             &v,

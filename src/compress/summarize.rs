@@ -299,10 +299,22 @@ pub fn structured(text: &str, level: Level) -> String {
 /// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
 /// short and summarised by count, range and first items when long, within the level's budget
 /// (identifier-like values are kept first).
-pub fn json(value: &Value, level: Level, original_chars: usize) -> String {
+pub fn json(value: &Value, level: Level, original_chars: usize, terms: &HashSet<String>) -> String {
     let budget = level.budget(original_chars).max(level.min_chars);
     let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
     flatten(value, "", &mut entries);
+    // Query-aware: fields whose path or value mentions a query term come first of all.
+    if !terms.is_empty() {
+        for (path, value, priority) in entries.iter_mut() {
+            let mentions = |text: &str| {
+                text.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w.len() >= 3 && terms.contains(&w.to_lowercase()))
+            };
+            if mentions(path) || mentions(value) {
+                *priority = 0;
+            }
+        }
+    }
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by_key(|&i| (entries[i].2, i));
     let mut keep: Vec<usize> = Vec::new();
@@ -700,12 +712,32 @@ mod tests {
         let v: Value = serde_json::from_str(r#"{"booking_id": "3426812", "transaction_id": "45451592", "booking_status": true,
             "travel_cost_list": [2000.0, 5000.0, 4000.0, 4500.0, 3000.0, 3500.0, 3700.0, 3200.0, 3300.0, 3400.0],
             "notes": "a very long free text field that goes on and on about nothing in particular for a while longer than eighty characters"}"#).unwrap();
-        let s = json(&v, Level::DEFAULT, 2000);
+        let s = json(&v, Level::DEFAULT, 2000, &HashSet::new());
         assert!(
             s.contains("booking_id=3426812") && s.contains("45451592"),
             "{s}"
         );
         assert!(s.contains("10 items, range 2000–5000"), "{s}");
+    }
+
+    #[test]
+    fn json_summary_is_query_aware() {
+        let v: Value = serde_json::from_str(r#"{"a_long_field_one": "some value that is not short at all here", "a_long_field_two": "another value that is rather long too", "invoice_total": "1430 dollars in all, tax included"}"#).unwrap();
+        let tight = Level {
+            ratio: 0.1,
+            min_chars: 40,
+            max_chars: 40,
+            max_keys: 0,
+        };
+        let plain = json(&v, tight, 400, &HashSet::new());
+        let asked = json(
+            &v,
+            tight,
+            400,
+            &query_terms(Some("what is the invoice total?")),
+        );
+        assert!(!plain.contains("invoice_total"), "{plain}");
+        assert!(asked.starts_with("invoice_total=1430 dollars"), "{asked}");
     }
 
     #[test]
