@@ -22,14 +22,19 @@
 //! incremental cache and prefix-stable mode, importance scoring, contradiction detection,
 //! `prepareContext`, LLM summarisers, and embedding-based query relevance.
 
+mod budget;
+mod dedup;
+mod json;
 mod options;
 pub mod summarize;
 mod uncompress;
 
+use budget::{run, Tuning};
+
 pub use options::CompressOptions;
 pub use uncompress::{uncompress, uncompress_json};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -40,7 +45,6 @@ use crate::message::{
     raw_texts, resolve_format, views_from_raws, BlockKind, Format, RawDocument, Role,
 };
 use crate::text::{detect, estimate_tokens, fences, hash};
-use summarize::Level;
 
 /// What `compress` did, in counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -285,176 +289,6 @@ enum Fate {
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
-/// How many newer texts fuzzy dedup compares a text with (the nearest ones).
-const FUZZY_WINDOW: usize = 256;
-
-/// How hard one pass of the pipeline compresses (the budget loop escalates it).
-#[derive(Clone, Copy, Debug)]
-struct Tuning {
-    level: Level,
-    recency_window: usize,
-    /// JSON tool output as a lossy field summary instead of the lossless rendering.
-    lossy_json: bool,
-    fuzzy: bool,
-    /// Truncate this many of the oldest compressible texts to a short preview.
-    truncate_oldest: usize,
-    /// Messages before this index are summarised at `older_level` (the budget loop's
-    /// refinement: the oldest messages go one level deeper first).
-    older_than: usize,
-    older_level: Level,
-}
-
-impl Tuning {
-    fn base(options: &CompressOptions) -> Tuning {
-        Tuning {
-            level: Level::DEFAULT,
-            recency_window: options.recency_window,
-            lossy_json: false,
-            fuzzy: options.fuzzy_dedup,
-            truncate_oldest: 0,
-            older_than: 0,
-            older_level: Level::DEFAULT,
-        }
-    }
-}
-
-/// Runs the pipeline, escalating until the token budget (if any) is met: a smaller recency
-/// window, tighter summary levels (50% → 25% → 12.5% of the default), lossy summaries of JSON
-/// tool output and near-duplicate removal, then truncation of the oldest compressible texts.
-fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
-    let base = Tuning::base(options);
-    let first = plan(raws, options, base)?;
-    let before = first.stats.tokens_before;
-    if before <= options.min_tokens {
-        return plan(
-            raws,
-            options,
-            Tuning {
-                level: Level::NONE,
-                ..base
-            },
-        )
-        .map(|mut p| {
-            p.stats.fits = budget(options, before).map(|b| p.stats.tokens_after <= b);
-            p
-        });
-    }
-    let Some(budget) = budget(options, before) else {
-        return Ok(first);
-    };
-    let mut schedule = vec![
-        Tuning {
-            recency_window: base.recency_window.min(2),
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter(),
-            recency_window: base.recency_window.min(2),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter(),
-            recency_window: base.recency_window.min(1),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter().tighter(),
-            recency_window: base.recency_window.min(1),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        // Even the newest message is summarised before anything is truncated.
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter().tighter(),
-            recency_window: 0,
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-    ];
-    let deepest = schedule[schedule.len() - 1];
-    let mut k = 1;
-    while k <= raws.len() * 4 {
-        schedule.push(Tuning {
-            truncate_oldest: k,
-            ..deepest
-        });
-        k *= 2;
-    }
-    let steps: Vec<Tuning> = std::iter::once(base).chain(schedule).collect();
-    let mut best = first;
-    let mut found = None;
-    for (step, tuning) in steps.iter().enumerate() {
-        let p = if step == 0 {
-            best
-        } else {
-            plan(raws, options, *tuning)?
-        };
-        let fits = p.stats.tokens_after <= budget;
-        best = p;
-        best.stats.escalation = step;
-        if fits {
-            found = Some(step);
-            break;
-        }
-    }
-    // Refine: the first fitting step may overshoot. Between it and the step before, find the
-    // lightest mix that still fits (binary search; fitting is monotone in the mix).
-    if let Some(step) = found.filter(|&s| s > 0) {
-        let (prev, cur) = (steps[step - 1], steps[step]);
-        let mix = |x: usize| -> Tuning {
-            if cur.truncate_oldest > 0 {
-                Tuning {
-                    truncate_oldest: x,
-                    ..cur
-                }
-            } else {
-                // The oldest `x` messages at the deeper level, the rest at the lighter one.
-                Tuning {
-                    level: prev.level,
-                    older_than: x,
-                    older_level: cur.level,
-                    ..cur
-                }
-            }
-        };
-        let (mut lo, mut hi) = if cur.truncate_oldest > 0 {
-            (prev.truncate_oldest, cur.truncate_oldest)
-        } else {
-            (0, raws.len())
-        };
-        // Invariant: mix(hi) fits (mix(raws.len()) is `cur` itself); find the smallest.
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            let p = plan(raws, options, mix(mid))?;
-            if p.stats.tokens_after <= budget {
-                hi = mid;
-                best = p;
-                best.stats.escalation = step;
-            } else {
-                lo = mid;
-            }
-        }
-    }
-    best.stats.fits = Some(best.stats.tokens_after <= budget);
-    best.stats.budget = Some(budget);
-    Ok(best)
-}
-
-/// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
-fn budget(options: &CompressOptions, before: usize) -> Option<usize> {
-    options.token_budget.or_else(|| {
-        options
-            .target_ratio
-            .map(|r| (before as f64 * r).floor() as usize)
-    })
-}
-
 fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result<Plan, Error> {
     let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
@@ -551,51 +385,15 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
     // 3. Dedup: exact (and fuzzy) against every text of the conversation, newest copy kept.
     let mut fates: Vec<Option<Fate>> = (0..units.len()).map(|_| None).collect();
     if (options.dedup || tuning.fuzzy) && tuning.level.ratio > 0.0 {
-        let all_texts = all_texts(&values);
-        // The newest message holding each text (texts are in message order).
-        let mut newest: HashMap<&str, usize> = HashMap::with_capacity(all_texts.len());
-        for (m, t) in &all_texts {
-            newest.insert(t.as_str(), *m);
-        }
-        let line_sets: Vec<HashSet<&str>> = if tuning.fuzzy {
-            all_texts.iter().map(|(_, t)| line_set(t)).collect()
-        } else {
-            Vec::new()
-        };
-        for (u, unit) in units.iter().enumerate() {
-            if unit.text.chars().count() < options.min_chars.max(1) {
-                continue;
-            }
-            if let Some(&m) = newest.get(unit.text.as_str()).filter(|&&m| m > unit.msg) {
-                fates[u] = Some(Fate::Dup {
-                    of: m,
-                    similarity: None,
-                });
-                continue;
-            }
-            if tuning.fuzzy {
-                let lines = line_set(&unit.text);
-                if lines.len() >= 3 {
-                    // The newest similar text among the nearest newer ones (bounded, so a long
-                    // history stays linear).
-                    let best = all_texts
-                        .iter()
-                        .zip(&line_sets)
-                        .rev()
-                        .filter(|((m, _), _)| *m > unit.msg)
-                        .take(FUZZY_WINDOW)
-                        .filter(|((_, t), _)| {
-                            t.len() * 2 >= unit.text.len() && unit.text.len() * 2 >= t.len()
-                        })
-                        .map(|((m, _), set)| (*m, jaccard(&lines, set)))
-                        .find(|(_, s)| *s >= options.fuzzy_threshold);
-                    if let Some((m, s)) = best {
-                        fates[u] = Some(Fate::Dup {
-                            of: m,
-                            similarity: Some((s * 100.0).round() as u32),
-                        });
-                    }
-                }
+        let found = dedup::find(
+            &units,
+            &values,
+            options.min_chars,
+            tuning.fuzzy.then_some(options.fuzzy_threshold),
+        );
+        for (fate, dup) in fates.iter_mut().zip(found) {
+            if let Some((of, similarity)) = dup {
+                *fate = Some(Fate::Dup { of, similarity });
             }
         }
     }
@@ -881,27 +679,6 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
     })
 }
 
-/// Every text of the conversation with its message index (for dedup targets).
-fn all_texts(values: &[Value]) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        match v.get("content") {
-            Some(Value::String(s)) => out.push((i, s.clone())),
-            Some(Value::Array(blocks)) => {
-                for b in blocks {
-                    if let Some(Value::String(t)) = b.get("text") {
-                        out.push((i, t.clone()));
-                    } else if let Some(Value::String(t)) = b.get("content") {
-                        out.push((i, t.clone()));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// The tool output texts of a message: a tool message's content, tool_result contents.
 fn tool_outputs(value: &Value, tool_message: bool) -> Vec<&str> {
     match value.get("content") {
@@ -912,23 +689,6 @@ fn tool_outputs(value: &Value, tool_message: bool) -> Vec<&str> {
             .filter_map(|b| b.get("content").and_then(Value::as_str))
             .collect(),
         _ => Vec::new(),
-    }
-}
-
-fn line_set(text: &str) -> HashSet<&str> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-fn jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f64 {
-    let inter = a.intersection(b).count();
-    let union = a.len() + b.len() - inter;
-    if union == 0 {
-        0.0
-    } else {
-        inter as f64 / union as f64
     }
 }
 

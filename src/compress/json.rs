@@ -1,0 +1,426 @@
+//! JSON tool output: the lossless, syntax-light rendering of the default level
+//! ([`json_compact`]) and the lossy field summary of the budget loop ([`json`]).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::summarize::{cut_at_word, prose, Level};
+use crate::text::keys;
+
+/// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
+/// short and summarised by count, range and first items when long, within the level's budget
+/// (identifier-like values are kept first).
+pub fn json(value: &Value, level: Level, original_chars: usize, terms: &HashSet<String>) -> String {
+    let budget = level.budget(original_chars).max(level.min_chars);
+    let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
+    flatten(value, "", &mut entries);
+    // Query-aware: fields whose path or value mentions a query term come first of all.
+    if !terms.is_empty() {
+        for (path, value, priority) in entries.iter_mut() {
+            let mentions = |text: &str| {
+                text.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w.len() >= 3 && terms.contains(&w.to_lowercase()))
+            };
+            if mentions(path) || mentions(value) {
+                *priority = 0;
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| (entries[i].2, i));
+    let mut keep: Vec<usize> = Vec::new();
+    let mut used = 0;
+    for i in order {
+        let len = entries[i].0.chars().count() + entries[i].1.chars().count() + 3;
+        if used + len > budget && !keep.is_empty() {
+            continue;
+        }
+        used += len;
+        keep.push(i);
+    }
+    let dropped = entries.len() - keep.len();
+    keep.sort_unstable();
+    let mut out = keep
+        .iter()
+        .map(|&i| {
+            if entries[i].0.is_empty() {
+                entries[i].1.clone()
+            } else {
+                format!("{}={}", entries[i].0, entries[i].1)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if dropped > 0 {
+        out.push_str(&format!(" (+{dropped} more fields)"));
+    }
+    out
+}
+
+/// JSON tool output rendered without its syntax weight but with every value: keys and
+/// simple strings unquoted, uniform objects as tables (`[3 rows: id | price; 1 | 2.5; …]`),
+/// free text longer than 200 characters summarised as prose (its key tokens kept).
+pub fn json_compact(
+    value: &Value,
+    level: Level,
+    seen: &SeenValues,
+    msg: usize,
+    preserve_numbers: bool,
+) -> String {
+    let mut out = String::new();
+    let ctx = Ctx {
+        level,
+        seen,
+        msg,
+        preserve_numbers,
+    };
+    render(value, &ctx, &mut out);
+    out
+}
+
+/// Large values (arrays of 8+ items, strings of 200+ characters) of the conversation's JSON
+/// tool outputs, by hash, with the newest message holding each: an older copy is rendered as a
+/// reference to it.
+#[derive(Default)]
+pub struct SeenValues {
+    newest: std::collections::HashMap<u64, (usize, String)>,
+}
+
+impl SeenValues {
+    /// Records the large values of a JSON tool output of message `msg` named `name`.
+    pub fn add(&mut self, value: &Value, msg: usize, name: &str) {
+        if let Some(h) = large_hash(value) {
+            let slot = self.newest.entry(h).or_insert((msg, name.to_string()));
+            if slot.0 < msg {
+                *slot = (msg, name.to_string());
+            }
+        }
+        match value {
+            Value::Object(map) => map.values().for_each(|v| self.add(v, msg, name)),
+            Value::Array(items) => items.iter().for_each(|v| self.add(v, msg, name)),
+            _ => {}
+        }
+    }
+
+    fn newer_copy(&self, value: &Value, msg: usize) -> Option<&str> {
+        let h = large_hash(value)?;
+        self.newest
+            .get(&h)
+            .filter(|(m, _)| *m > msg)
+            .map(|(_, name)| name.as_str())
+    }
+}
+
+fn large_hash(value: &Value) -> Option<u64> {
+    let large = match value {
+        Value::Array(items) => items.len() >= 8,
+        Value::String(s) => s.len() >= 200,
+        _ => false,
+    };
+    large.then(|| crate::text::hash::fnv1a(value.to_string().as_bytes()))
+}
+
+struct Ctx<'a> {
+    level: Level,
+    seen: &'a SeenValues,
+    msg: usize,
+    /// Keep every number of long numeric arrays (seed 004's `PreserveNumbers`).
+    preserve_numbers: bool,
+}
+
+/// Arrays of this many numbers or more are summarised unless numbers are preserved.
+const LONG_NUMERIC: usize = 24;
+
+/// `[240 numbers, 200.59–248.49: 234.34, 212.46, …, 209.43, 246.91]`.
+fn numeric_summary(items: &[Value]) -> Option<String> {
+    if items.len() < LONG_NUMERIC || !items.iter().all(Value::is_number) {
+        return None;
+    }
+    let nums: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
+    let lo = nums.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = nums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let show = |vs: &[Value]| {
+        vs.iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let n = items.len();
+    Some(format!(
+        "[{n} numbers, {lo}–{hi}: {}, …, {}]",
+        show(&items[..6]),
+        show(&items[n - 2..])
+    ))
+}
+
+fn simple(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 80
+        && s.trim() == s
+        && !s.contains(['\n', ',', ';', ':', '{', '}', '[', ']', '|', '"'])
+        && !matches!(s, "true" | "false" | "null")
+        && s.parse::<f64>().is_err()
+}
+
+fn render_str(s: &str, ctx: &Ctx<'_>, out: &mut String) {
+    if simple(s) {
+        out.push_str(s);
+    } else if s.chars().count() > 200 {
+        let level = Level {
+            max_keys: 64,
+            ..ctx.level
+        };
+        let summary = prose(s, level, &HashSet::new());
+        out.push_str(&Value::String(format!("{summary} …")).to_string());
+    } else {
+        out.push_str(&Value::String(s.to_string()).to_string());
+    }
+}
+
+fn render_key(k: &str, out: &mut String) {
+    if simple(k) {
+        out.push_str(k);
+    } else {
+        out.push_str(&Value::String(k.to_string()).to_string());
+    }
+}
+
+/// The shared key list of objects that all have the same keys (at least 2 objects, 2 keys).
+fn uniform_keys<'v>(items: impl Iterator<Item = &'v Value>) -> Option<Vec<&'v String>> {
+    let mut keys: Option<Vec<&String>> = None;
+    let mut count = 0;
+    for item in items {
+        let obj = item.as_object()?;
+        let these: Vec<&String> = obj.keys().collect();
+        match &keys {
+            None => keys = Some(these),
+            Some(k) if *k == these => {}
+            Some(_) => return None,
+        }
+        count += 1;
+    }
+    keys.filter(|k| count >= 2 && k.len() >= 2)
+}
+
+fn render_row(obj: &Value, keys: &[&String], ctx: &Ctx<'_>, out: &mut String) {
+    for (n, k) in keys.iter().enumerate() {
+        if n > 0 {
+            out.push_str(" | ");
+        }
+        if let Some(v) = obj.get(k.as_str()) {
+            render(v, ctx, out);
+        }
+    }
+}
+
+fn render(v: &Value, ctx: &Ctx<'_>, out: &mut String) {
+    if let Some(name) = ctx.seen.newer_copy(v, ctx.msg) {
+        let what = match v {
+            Value::Array(items) => format!("{} items", items.len()),
+            _ => format!("{} chars", v.as_str().map_or(0, |s| s.chars().count())),
+        };
+        out.push_str(&format!("(same {what} as in {name})"));
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            if let Some(keys) = uniform_keys(map.values()) {
+                out.push_str(&format!("[{} rows: key", map.len()));
+                for k in &keys {
+                    out.push_str(" | ");
+                    render_key(k, out);
+                }
+                for (name, row) in map {
+                    out.push_str("; ");
+                    render_key(name, out);
+                    out.push_str(" | ");
+                    render_row(row, &keys, ctx, out);
+                }
+                out.push(']');
+                return;
+            }
+            out.push('{');
+            for (n, (k, child)) in map.iter().enumerate() {
+                if n > 0 {
+                    out.push_str(", ");
+                }
+                render_key(k, out);
+                out.push_str(": ");
+                render(child, ctx, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            if !ctx.preserve_numbers {
+                if let Some(summary) = numeric_summary(items) {
+                    out.push_str(&summary);
+                    return;
+                }
+            }
+            if let Some(keys) = uniform_keys(items.iter()) {
+                out.push_str(&format!("[{} rows: ", items.len()));
+                for (n, k) in keys.iter().enumerate() {
+                    if n > 0 {
+                        out.push_str(" | ");
+                    }
+                    render_key(k, out);
+                }
+                for row in items {
+                    out.push_str("; ");
+                    render_row(row, &keys, ctx, out);
+                }
+                out.push(']');
+                return;
+            }
+            out.push('[');
+            for (n, child) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push_str(", ");
+                }
+                render(child, ctx, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => render_str(s, ctx, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => Some("null".into()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(cut_at_word(s, 80)),
+        _ => None,
+    }
+}
+
+fn priority(path: &str, value: &str) -> u8 {
+    let key = path.rsplit(['.', '[']).next().unwrap_or("");
+    let idish = key.ends_with("id")
+        || key.ends_with("_id")
+        || key.contains("name")
+        || key.contains("status");
+    if idish || keys::classify(value).is_some() {
+        0
+    } else if value.chars().count() <= 24 {
+        1
+    } else {
+        2
+    }
+}
+
+fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                flatten(child, &join(k), out);
+            }
+        }
+        Value::Array(items) => {
+            let scalars: Vec<String> = items.iter().filter_map(scalar).collect();
+            if scalars.len() == items.len() {
+                let short_ids = items
+                    .iter()
+                    .all(|v| v.as_str().is_some_and(|s| s.chars().count() <= 16));
+                let text = if items.len() <= 8 || (short_ids && items.len() <= 64) {
+                    format!("[{}]", scalars.join(", "))
+                } else {
+                    let nums: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
+                    let range = if nums.len() == items.len() {
+                        let lo = nums.iter().cloned().fold(f64::INFINITY, f64::min);
+                        let hi = nums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        format!(", range {lo}–{hi}")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "[{} items{range}: {}, …]",
+                        items.len(),
+                        scalars[..3].join(", ")
+                    )
+                };
+                out.push((path.to_string(), text, 1));
+            } else {
+                for (i, child) in items.iter().enumerate() {
+                    flatten(child, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        other => {
+            if let Some(s) = scalar(other) {
+                let p = priority(path, &s);
+                out.push((path.to_string(), s, p));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::summarize::query_terms;
+
+    #[test]
+    fn json_keeps_ids() {
+        let v: Value = serde_json::from_str(r#"{"booking_id": "3426812", "transaction_id": "45451592", "booking_status": true,
+            "travel_cost_list": [2000.0, 5000.0, 4000.0, 4500.0, 3000.0, 3500.0, 3700.0, 3200.0, 3300.0, 3400.0],
+            "notes": "a very long free text field that goes on and on about nothing in particular for a while longer than eighty characters"}"#).unwrap();
+        let s = json(&v, Level::DEFAULT, 2000, &HashSet::new());
+        assert!(
+            s.contains("booking_id=3426812") && s.contains("45451592"),
+            "{s}"
+        );
+        assert!(s.contains("10 items, range 2000–5000"), "{s}");
+    }
+
+    #[test]
+    fn json_summary_is_query_aware() {
+        let v: Value = serde_json::from_str(r#"{"a_long_field_one": "some value that is not short at all here", "a_long_field_two": "another value that is rather long too", "invoice_total": "1430 dollars in all, tax included"}"#).unwrap();
+        let tight = Level {
+            ratio: 0.1,
+            min_chars: 40,
+            max_chars: 40,
+            max_keys: 0,
+        };
+        let plain = json(&v, tight, 400, &HashSet::new());
+        let asked = json(
+            &v,
+            tight,
+            400,
+            &query_terms(Some("what is the invoice total?")),
+        );
+        assert!(!plain.contains("invoice_total"), "{plain}");
+        assert!(asked.starts_with("invoice_total=1430 dollars"), "{asked}");
+    }
+
+    #[test]
+    fn compact_json_keeps_values_and_tabulates() {
+        let v: Value = serde_json::from_str(r#"{"orders": [{"id": 1, "symbol": "NVDA"}, {"id": 2, "symbol": "AAPL"}],
+            "history": {"b1": {"card": "c_1", "cost": 400.0}, "b2": {"card": "c_2", "cost": 900.0}},
+            "series": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25], "note": "a, b"}"#).unwrap();
+        let seen = SeenValues::default();
+        let s = json_compact(&v, Level::DEFAULT, &seen, 0, false);
+        assert_eq!(
+            s,
+            "{orders: [2 rows: id | symbol; 1 | NVDA; 2 | AAPL], history: [2 rows: key | card | cost; b1 | c_1 | 400.0; b2 | c_2 | 900.0], series: [25 numbers, 1–25: 1, 2, 3, 4, 5, 6, …, 24, 25], note: \"a, b\"}"
+        );
+        let kept = json_compact(&v, Level::DEFAULT, &seen, 0, true);
+        assert!(kept.contains("23, 24, 25]"));
+
+        // A large value repeated in a newer output becomes a reference.
+        let mut seen = SeenValues::default();
+        seen.add(&v, 7, "msg_7");
+        let s = json_compact(&v, Level::DEFAULT, &seen, 2, true);
+        assert!(s.contains("series: (same 25 items as in msg_7)"), "{s}");
+    }
+}
