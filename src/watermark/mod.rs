@@ -36,6 +36,8 @@
 //! # Ok::<(), condense::Error>(())
 //! ```
 
+mod anthropic;
+mod openai;
 mod options;
 mod plan;
 
