@@ -198,15 +198,25 @@ mod cli {
         Ok((line, id))
     }
 
+    /// A line, its id (raw JSON) and its required `messages`.
+    #[allow(clippy::type_complexity)]
+    fn read_messages(text: &str) -> Result<(Line<'_>, String, &RawValue), (Option<String>, Error)> {
+        let (line, id) = read_line(text)?;
+        match line.messages {
+            Some(messages) => Ok((line, id, messages)),
+            None => Err((
+                Some(id),
+                Error::new(ErrorKind::InvalidInput, "messages", "missing"),
+            )),
+        }
+    }
+
     fn watermark(
         text: &str,
         defaults: &Map<String, Value>,
     ) -> Result<String, (Option<String>, Error)> {
-        let (line, id) = read_line(text)?;
+        let (line, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let messages = line
-            .messages
-            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
         let options = merged(defaults, line.options).map_err(fail)?;
         let options = WatermarkOptions::from_value(&options).map_err(fail)?;
         let state = match &line.state {
@@ -244,11 +254,8 @@ mod cli {
         text: &str,
         defaults: &Map<String, Value>,
     ) -> Result<String, (Option<String>, Error)> {
-        let (line, id) = read_line(text)?;
+        let (line, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let messages = line
-            .messages
-            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
         let options = CompressOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;
         let start = std::time::Instant::now();
@@ -276,22 +283,16 @@ mod cli {
     }
 
     fn uncompress(text: &str) -> Result<String, (Option<String>, Error)> {
-        let (line, id) = read_line(text)?;
+        let (line, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let messages = line
-            .messages
-            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
         let verbatim = line.verbatim.map(|v| v.get()).unwrap_or("{}");
         let json = uncompress_json(messages.get(), verbatim).map_err(fail)?;
         Ok(format!("{{\"id\":{id},\"messages\":{json}}}"))
     }
 
     fn validate(text: &str, format: Option<Format>) -> Result<String, (Option<String>, Error)> {
-        let (line, id) = read_line(text)?;
+        let (_, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let messages = line
-            .messages
-            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "messages", "missing")))?;
         let report = validate_json(messages.get(), &ValidateOptions { format }).map_err(fail)?;
         let body = serde_json::to_string(&report)
             .map_err(|e| fail(Error::new(ErrorKind::Internal, "", e.to_string())))?;
