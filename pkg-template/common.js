@@ -9,6 +9,7 @@ export const ERROR_CODES = Object.freeze([
   'invalid_state',
   'mixed_format',
   'too_large',
+  'invalid_model',
   'internal',
 ]);
 

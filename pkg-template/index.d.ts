@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'invalid_state'
   | 'mixed_format'
   | 'too_large'
+  | 'invalid_model'
   | 'internal';
 
 /** The codes, as an array. */

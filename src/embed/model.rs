@@ -1,0 +1,253 @@
+//! The transformer: an ONNX BERT-family encoder run by tract.
+//!
+//! Loading (once): parse the ONNX bytes, keep the model's own symbolic dimensions (`batch`,
+//! `sequence`), type it, declutter, then **fold every constant `Cast`**: the int8 model stores
+//! each weight as int8 + `Cast` + `Mul` (scale); tract's own constant folding skips folds whose
+//! output outgrows a 4 MiB budget (the 30522 × 384 embedding table, the FFN matrices), which would
+//! leave the int8 → f32 dequantisation to run on every call. After the fold a second declutter
+//! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
+//! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
+//!
+//! Running: `input_ids`, `attention_mask` and `token_type_ids` (all `i64`, `batch × sequence`), in
+//! whatever order the model declares them; the output `last_hidden_state` (`batch × sequence ×
+//! 384`) goes to mean pooling.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::cast::Cast;
+
+use super::DIMS;
+use crate::{Error, ErrorKind};
+
+/// What the model's inputs are, by position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Input {
+    Ids,
+    Mask,
+    TokenTypes,
+}
+
+/// A loaded, optimised encoder.
+#[derive(Debug)]
+pub(crate) struct Model {
+    plan: Arc<TypedRunnableModel>,
+    inputs: Vec<Input>,
+    /// Index of `last_hidden_state` among the outputs.
+    output: usize,
+    /// Number of constant casts folded at load (for tests and diagnostics).
+    pub(crate) casts_folded: usize,
+}
+
+fn invalid(path: &str, reason: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidModel, path, reason)
+}
+
+/// tract errors are `anyhow` chains: keep the whole chain, it names the failing node.
+fn tract_error(path: &str, what: &str, e: &TractError) -> Error {
+    invalid(path, format!("{what}: {e:#}"))
+}
+
+impl Model {
+    /// Loads and optimises an ONNX encoder (see the module docs).
+    pub(crate) fn load(onnx: &[u8]) -> Result<Model, Error> {
+        let mut reader = onnx;
+        // The graph's `value_info` shape annotations are hints, and the exporter's can be wrong:
+        // the default model annotates its attention-mask `Where` as `batch×1×sequence×sequence`
+        // where it computes `batch×1×1×sequence` (a broadcast), which tract would then enforce
+        // at run time. Shapes are inferred from the operators instead.
+        let onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
+        let proto = onnx_framework
+            .proto_model_for_read(&mut reader)
+            .map_err(|e| tract_error("model", "not an ONNX model", &e))?;
+        let model = onnx_framework
+            .model_for_proto_model(&proto)
+            .map_err(|e| tract_error("model", "unsupported ONNX graph", &e))?;
+        drop(proto);
+
+        let names = |outlets: &[OutletId]| -> Vec<String> {
+            outlets
+                .iter()
+                .map(|o| model.node(o.node).name.clone())
+                .collect()
+        };
+        let input_names = names(
+            model
+                .input_outlets()
+                .map_err(|e| tract_error("model", "no inputs", &e))?,
+        );
+        let inputs = input_names
+            .iter()
+            .map(|name| match name.as_str() {
+                "input_ids" => Ok(Input::Ids),
+                "attention_mask" => Ok(Input::Mask),
+                "token_type_ids" => Ok(Input::TokenTypes),
+                other => Err(invalid(
+                    "model.inputs",
+                    format!(
+                        "unexpected input {other:?}: expected input_ids, attention_mask and \
+                         token_type_ids (a BERT-family encoder)"
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if !inputs.contains(&Input::Ids) || !inputs.contains(&Input::Mask) {
+            return Err(invalid(
+                "model.inputs",
+                format!("expected input_ids and attention_mask, found {input_names:?}"),
+            ));
+        }
+        let output_names = names(
+            model
+                .output_outlets()
+                .map_err(|e| tract_error("model", "no outputs", &e))?,
+        );
+        let output = output_names
+            .iter()
+            .position(|n| n == "last_hidden_state")
+            .or(if output_names.len() == 1 {
+                Some(0)
+            } else {
+                None
+            })
+            .ok_or_else(|| {
+                invalid(
+                    "model.outputs",
+                    format!("no last_hidden_state among {output_names:?}"),
+                )
+            })?;
+
+        let mut typed = model
+            .into_typed()
+            .map_err(|e| tract_error("model", "cannot type the graph", &e))?;
+        declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+        let casts_folded = fold_constant_casts(&mut typed)
+            .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+
+        // The output must be `batch × sequence × 384` floats.
+        let out_outlet = typed
+            .output_outlets()
+            .ok()
+            .and_then(|o| o.get(output).copied())
+            .ok_or_else(|| invalid("model.outputs", "output vanished while typing"))?;
+        let fact = typed
+            .outlet_fact(out_outlet)
+            .map_err(|e| tract_error("model.outputs", "no output fact", &e))?
+            .clone();
+        let last = fact.shape.iter().last().and_then(|d| d.to_i64().ok());
+        if fact.datum_type != f32::datum_type() || fact.rank() != 3 || last != Some(DIMS as i64) {
+            return Err(invalid(
+                "model.outputs",
+                format!(
+                    "expected last_hidden_state of f32 × [batch, sequence, {DIMS}], found {:?} × {:?}",
+                    fact.datum_type, fact.shape
+                ),
+            ));
+        }
+
+        typed
+            .optimize()
+            .map_err(|e| tract_error("model", "optimisation failed", &e))?;
+        let plan = typed
+            .into_runnable()
+            .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
+        Ok(Model {
+            plan,
+            inputs,
+            output,
+            casts_folded,
+        })
+    }
+
+    /// Runs a batch: `ids` and `mask` are `batch × seq`, row-major. Returns `batch × seq × 384`.
+    pub(crate) fn run(
+        &self,
+        batch: usize,
+        seq: usize,
+        ids: Vec<i64>,
+        mask: Vec<i64>,
+    ) -> Result<Vec<f32>, Error> {
+        let internal = |what: &str, e: TractError| {
+            Error::new(ErrorKind::Internal, "", format!("{what}: {e:#}"))
+        };
+        let shape = [batch, seq];
+        let ids = tensor_from(&shape, ids).map_err(|e| internal("input_ids", e))?;
+        let mask = tensor_from(&shape, mask).map_err(|e| internal("attention_mask", e))?;
+        let types = tensor_from(&shape, vec![0i64; batch * seq])
+            .map_err(|e| internal("token_type_ids", e))?;
+        let mut slots = [Some(ids), Some(mask), Some(types)];
+        let inputs: TVec<TValue> = self
+            .inputs
+            .iter()
+            .filter_map(|i| slots[*i as usize].take())
+            .map(TValue::from)
+            .collect();
+        let mut outputs = self
+            .plan
+            .run(inputs)
+            .map_err(|e| internal("inference", e))?;
+        if self.output >= outputs.len() {
+            return Err(Error::new(ErrorKind::Internal, "", "model output missing"));
+        }
+        let out = outputs.swap_remove(self.output);
+        let view = out.try_as_plain_ram().map_err(|e| internal("output", e))?;
+        let data = view.as_slice::<f32>().map_err(|e| internal("output", e))?;
+        if data.len() != batch * seq * DIMS {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "",
+                format!(
+                    "output has {} values, expected {}",
+                    data.len(),
+                    batch * seq * DIMS
+                ),
+            ));
+        }
+        Ok(data.to_vec())
+    }
+}
+
+fn tensor_from(shape: &[usize], data: Vec<i64>) -> TractResult<Tensor> {
+    Tensor::from_shape(shape, &data)
+}
+
+/// tract's declutter passes, less `FoldUniformMask`.
+///
+/// That pass (tract 0.23.9) replaces a boolean input it proves all-true by a `[1, 1, …]` constant
+/// but keeps the node's output shape, which is wrong when that input was the one contributing a
+/// broadcast axis. The default model's attention mask is `And(q ≥ 0 : [1,1,seq,1],
+/// mask : [batch,1,1,seq])`; after the pass the graph computes `[batch,1,1,seq]` while its facts
+/// say `[batch,1,seq,seq]`, and evaluation fails on the mismatch. Without the pass the mask is
+/// built as exported (a few thousand booleans per call; no measurable cost).
+fn declutter(model: &mut TypedModel) -> TractResult<()> {
+    let mut optimizer = tract_onnx::tract_core::optim::Optimizer::declutter();
+    optimizer
+        .passes
+        .retain(|pass| !format!("{pass:?}").starts_with("FoldUniformMask"));
+    optimizer.optimize(model)
+}
+
+/// Replaces every `Cast` of a constant with the constant it computes. Returns how many.
+fn fold_constant_casts(model: &mut TypedModel) -> TractResult<usize> {
+    let mut folds = Vec::new();
+    for node in model.nodes() {
+        let Some(cast) = node.op_as::<Cast>() else {
+            continue;
+        };
+        let Some(input) = node.inputs.first() else {
+            continue;
+        };
+        if let Some(k) = model.outlet_fact(*input)?.konst.clone() {
+            folds.push((node.id, node.name.clone(), k, cast.to));
+        }
+    }
+    let count = folds.len();
+    for (id, name, konst, to) in folds {
+        let value = konst.cast_to_dt(to)?.into_owned();
+        let mut patch = TypedModelPatch::default();
+        let wire = patch.add_const(name, value)?;
+        patch.shunt_outside(model, id.into(), wire)?;
+        patch.apply(model)?;
+    }
+    model.compact()?;
+    Ok(count)
+}
