@@ -61,7 +61,6 @@
 
 pub mod clock;
 pub mod compress;
-#[cfg(feature = "embed")]
 pub mod embed;
 pub mod error;
 pub mod message;

@@ -34,14 +34,17 @@
 //! [`ErrorKind::InvalidModel`](crate::ErrorKind::InvalidModel) errors, never panics.
 
 pub mod lexical;
+#[cfg(feature = "embed")]
 mod model;
 mod pooling;
+#[cfg(feature = "embed")]
 pub mod tokenizer;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use pooling::cosine;
+#[cfg(feature = "embed")]
 pub use tokenizer::{TokenizerOptions, WordPiece, MAX_MODEL_TOKENS};
 
 use crate::{Error, ErrorKind};
@@ -60,6 +63,7 @@ pub const TOKENIZER_SHA256: &str =
     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
 
 /// Settings of a model embedder.
+#[cfg(feature = "embed")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EmbedOptions {
     /// Token budget of one text, `[CLS]` and `[SEP]` included; the end of a longer text is not
@@ -70,6 +74,7 @@ pub struct EmbedOptions {
     pub batch_size: usize,
 }
 
+#[cfg(feature = "embed")]
 impl Default for EmbedOptions {
     fn default() -> Self {
         EmbedOptions {
@@ -139,10 +144,12 @@ pub struct Embedder {
 
 #[derive(Debug)]
 enum Inner {
+    #[cfg(feature = "embed")]
     MiniLm(Box<MiniLm>),
     Lexical,
 }
 
+#[cfg(feature = "embed")]
 #[derive(Debug)]
 struct MiniLm {
     tokenizer: WordPiece,
@@ -152,6 +159,7 @@ struct MiniLm {
 }
 
 impl Embedder {
+    #[cfg(feature = "embed")]
     /// Loads a MiniLM-family model from the bytes of `model.onnx` and `tokenizer.json`, with
     /// default [`EmbedOptions`].
     ///
@@ -166,6 +174,7 @@ impl Embedder {
         Embedder::from_bytes_with(onnx, tokenizer_json, EmbedOptions::default())
     }
 
+    #[cfg(feature = "embed")]
     /// Like [`from_bytes`](Embedder::from_bytes), with options.
     ///
     /// # Errors
@@ -243,6 +252,7 @@ impl Embedder {
         DIMS
     }
 
+    #[cfg(feature = "embed")]
     /// The model's tokenizer (for exact token counts); `None` for the lexical embedder.
     pub fn tokenizer(&self) -> Option<&WordPiece> {
         match &self.inner {
@@ -254,6 +264,7 @@ impl Embedder {
     /// How the model was loaded; `None` for the lexical embedder.
     pub fn load_info(&self) -> Option<LoadInfo> {
         match &self.inner {
+            #[cfg(feature = "embed")]
             Inner::MiniLm(m) => Some(m.load),
             Inner::Lexical => None,
         }
@@ -284,6 +295,7 @@ impl Embedder {
                 progress(texts.len(), texts.len());
                 Ok(out)
             }
+            #[cfg(feature = "embed")]
             Inner::MiniLm(m) => m.embed(texts, progress),
         }
     }
@@ -299,6 +311,7 @@ impl Embedder {
     }
 }
 
+#[cfg(feature = "embed")]
 impl MiniLm {
     fn embed(
         &self,
@@ -378,6 +391,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "embed")]
     #[test]
     fn zero_batch_size_is_an_options_error() {
         let options = EmbedOptions {

@@ -8,6 +8,7 @@ use super::DIMS;
 /// `hidden` holds at least `mask.len()` rows; padding rows (mask 0) are skipped, so a text's
 /// vector does not depend on how far its batch was padded. A text always has `[CLS]` and
 /// `[SEP]`, so at least two rows count; an all-zero mean stays zero.
+#[cfg_attr(not(feature = "embed"), allow(dead_code))]
 pub(crate) fn mean_pool(hidden: &[f32], mask: &[bool]) -> [f32; DIMS] {
     let mut sum = [0f32; DIMS];
     let mut n = 0u32;
