@@ -64,6 +64,7 @@ pub mod compress;
 pub mod embed;
 pub mod error;
 pub mod message;
+pub mod retrieve;
 pub mod text;
 pub mod watermark;
 

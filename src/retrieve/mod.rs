@@ -1,0 +1,29 @@
+//! Retrieval: an in-memory hybrid index (BM25 + embeddings) and result compression.
+//!
+//! The pieces, in the order a query meets them:
+//!
+//! - `chunk`: documents → [`Chunk`]s (markdown by header hierarchy, 200–1500 characters, code
+//!   fences never split; plain text by paragraphs and sentences). Chunk ids are stable.
+//! - `analyze` + `bm25`: the lexical side (lower-case, Unicode words, English stop words, Snowball
+//!   stemmer; Okapi BM25 over an inverted index).
+//! - `vector`: the dense side (exact scan while small, HNSW for large segments).
+//! - `fuse`: Reciprocal Rank Fusion and the calibration that maps fused ranks to absolute scores.
+//! - `results`: result compression (seeds 000 and 003): `minScore` → n-gram near-duplicates →
+//!   semantic dedup → `maxChunksPerDoc` → `topN`, query classification, truncation, formats, stats.
+
+/// One retrievable unit: a piece of a document, as the index stores and ranks it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Chunk {
+    /// Stable id: `{docId}#{ordinal}` (ordinal counts the document's chunks from 0).
+    pub id: String,
+    /// The document this chunk came from.
+    pub doc_id: String,
+    /// The document's path (or title), when it has one.
+    pub path: Option<String>,
+    /// Markdown headers above this chunk, outermost first (`["Configuration", "Authentication"]`).
+    pub header_path: Vec<String>,
+    /// The chunk's text, as it appears in the document (trimmed).
+    pub text: String,
+    /// Position of the chunk within its document, from 0.
+    pub ordinal: u32,
+}
