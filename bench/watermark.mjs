@@ -10,12 +10,13 @@
 // checkpoint near the end (most history pruned) and one in the middle. Every timed call's output is checked (message count, suffix kept),
 // so the benchmark is also a test. Median of the timed runs after warm-up.
 //
-//   node bench/watermark.mjs [--runs N]        (after scripts/build-pkg)
+//   node bench/watermark.mjs [--runs N] [--dump DIR]   (after scripts/build-pkg; --dump writes the inputs)
 import { existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { applyWatermark, applyWatermarkJson } from '../pkg/node.js';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 7;
+const dump = process.argv.includes('--dump') ? process.argv[process.argv.indexOf('--dump') + 1] : null;
 const here = (p) => new URL(p, import.meta.url);
 const devSet = here('../../shared/data/conversations/tool_sessions_dev_anthropic.jsonl');
 const source = existsSync(devSet) ? devSet : here('../tests/fixtures/tool_sessions_anthropic_sample.jsonl');
@@ -105,6 +106,7 @@ for (const n of [1000, 10000]) {
   for (const [label, at] of [['end', 0.95], ['middle', 0.5]]) {
     const { messages, watermarkIndex } = history(n, at);
     const text = JSON.stringify(messages);
+    if (dump) writeFileSync(`${dump}/watermark-${messages.length}-${label}.json`, text);
     const suffix = messages.length - watermarkIndex;
     const lastJson = JSON.stringify(messages.at(-1));
     const checkObj = (msgs) => {

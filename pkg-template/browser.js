@@ -6,7 +6,10 @@ import { wrap } from './common.js';
 await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
 
 const api = wrap(glue);
-export const { applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version } = api;
+export const {
+  applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version,
+  Index, query, compressResults, embed, lexicalEmbedder,
+} = api;
 export { CondenseError, ERROR_CODES } from './common.js';
 /** Resolved once the module is ready (already, after the import). */
 export const ready = Promise.resolve();

@@ -10,6 +10,8 @@ export const ERROR_CODES = Object.freeze([
   'mixed_format',
   'too_large',
   'invalid_model',
+  'invalid_index',
+  'embedder_mismatch',
   'internal',
 ]);
 
@@ -56,7 +58,72 @@ function guard(f) {
 
 /** The public functions over an initialised wasm-bindgen module. */
 export function wrap(glue) {
+  let lexical = null;
+  const defaultEmbedder = () => (lexical ??= glue.Embedder.lexical());
+  const embedderOf = (options) => {
+    const e = options?.embedder;
+    if (e === undefined || e === null) return defaultEmbedder();
+    if (!(e instanceof glue.Embedder)) {
+      throw new CondenseError('invalid_options', 'options.embedder', 'invalid_options at options.embedder: expected an Embedder (lexicalEmbedder() or loadEmbedder())', 'expected an Embedder');
+    }
+    return e;
+  };
+  const withoutEmbedder = (options) => {
+    if (options === undefined || options === null) return null;
+    if (typeof options !== 'object' || Array.isArray(options)) return options;
+    const { embedder, ...rest } = options;
+    return rest;
+  };
+
+  /** An in-memory hybrid index (BM25 + vectors); see index.d.ts. */
+  class Index {
+    #inner;
+    constructor(inner) { this.#inner = inner; }
+    static create(options) {
+      return guard(() => new Index(glue.Index.create(embedderOf(options), withoutEmbedder(options))))();
+    }
+    static deserialize(bytes, options) {
+      return guard(() => {
+        if (!(bytes instanceof Uint8Array)) {
+          throw new CondenseError('invalid_input', 'bytes', 'invalid_input at bytes: expected a Uint8Array', 'expected a Uint8Array');
+        }
+        return new Index(glue.Index.deserialize(bytes, embedderOf(options)));
+      })();
+    }
+    add(documents, options) {
+      return guard(() => {
+        const onProgress = options?.onProgress;
+        const cb = typeof onProgress === 'function' ? (phase, done, total) => onProgress({ phase, done, total }) : undefined;
+        return this.#inner.add(documents, cb);
+      })();
+    }
+    remove(ids) { return guard(() => this.#inner.remove(ids))(); }
+    get(id) { return guard(() => this.#inner.get(String(id)))(); }
+    get size() { return this.#inner.size; }
+    get chunks() { return this.#inner.chunks; }
+    identity() { return this.#inner.identity(); }
+    serialize() { return guard(() => this.#inner.serialize())(); }
+    query(question, options) {
+      return guard(() => {
+        if (typeof question !== 'string') throw new CondenseError('invalid_input', 'question', 'invalid_input at question: expected a string', 'expected a string');
+        return this.#inner.query(question, options ?? null);
+      })();
+    }
+    free() { this.#inner.free(); }
+  }
+
   return {
+    Index,
+    query: (index, question, options) => {
+      if (!(index instanceof Index)) throw new CondenseError('invalid_input', 'index', 'invalid_input at index: expected an Index', 'expected an Index');
+      return index.query(question, options);
+    },
+    compressResults: guard((candidates, question, options) => {
+      if (typeof question !== 'string') throw new CondenseError('invalid_input', 'question', 'invalid_input at question: expected a string', 'expected a string');
+      return glue.compressResults(candidates, question, withoutEmbedder(options), embedderOf(options));
+    }),
+    embed: guard((texts, options) => embedderOf(options).embed(texts)),
+    lexicalEmbedder: () => defaultEmbedder(),
     applyWatermark: guard((messages, state, options) => {
       const text = stringifyMessages(messages);
       const plan = glue.watermarkPlan(text, state ?? null, options ?? null);

@@ -30,6 +30,8 @@ export type ErrorCode =
   | 'mixed_format'
   | 'too_large'
   | 'invalid_model'
+  | 'invalid_index'
+  | 'embedder_mismatch'
   | 'internal';
 
 /** The codes, as an array. */

@@ -45,13 +45,19 @@ pub enum ErrorKind {
     /// (wrong inputs/outputs, truncated file), or `tokenizer.json` is not a BERT WordPiece
     /// tokenizer. The path names the file part (`model`, `tokenizer.model.type`, ...).
     InvalidModel,
+    /// Serialized index bytes are unusable: not an index, a format version this build cannot
+    /// read, or corrupt (checksum mismatch, truncated).
+    InvalidIndex,
+    /// An index and an embedder that do not belong together: the index was built by another
+    /// embedder (kind or model sha256), so its vectors and the query's are not comparable.
+    EmbedderMismatch,
     /// A bug: an internal invariant did not hold. Please report it.
     Internal,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order. The codes are stable across releases.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::InvalidJson,
         ErrorKind::InvalidInput,
         ErrorKind::InvalidMessage,
@@ -60,6 +66,8 @@ impl ErrorKind {
         ErrorKind::MixedFormat,
         ErrorKind::TooLarge,
         ErrorKind::InvalidModel,
+        ErrorKind::InvalidIndex,
+        ErrorKind::EmbedderMismatch,
         ErrorKind::Internal,
     ];
 
@@ -74,6 +82,8 @@ impl ErrorKind {
             ErrorKind::MixedFormat => "mixed_format",
             ErrorKind::TooLarge => "too_large",
             ErrorKind::InvalidModel => "invalid_model",
+            ErrorKind::InvalidIndex => "invalid_index",
+            ErrorKind::EmbedderMismatch => "embedder_mismatch",
             ErrorKind::Internal => "internal",
         }
     }

@@ -18,7 +18,10 @@ mod cli {
 
     use clap::{Parser, Subcommand, ValueEnum};
     use condense::compress::{compress_json, uncompress_json, CompressOptions};
+    use condense::embed::Embedder;
     use condense::message::{validate_json, Format, ValidateOptions};
+    use condense::retrieve::index::{Document, Index, IndexOptions};
+    use condense::retrieve::options::QueryOptions;
     use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
     use condense::{Error, ErrorKind};
     use serde::Deserialize;
@@ -59,6 +62,51 @@ mod cli {
             #[arg(long, value_enum)]
             format: Option<FormatArg>,
         },
+        /// Embed texts. Lines: {id?, text} → {id, vector}.
+        Embed {
+            #[command(flatten)]
+            model: ModelArgs,
+        },
+        /// Build an index from a JSONL corpus ({id|_id, path?, title?, text, metadata?} per
+        /// line; BEIR corpus files work as they are) and write it to a file.
+        Index {
+            /// The corpus (JSONL).
+            #[arg(long, value_name = "FILE")]
+            docs: std::path::PathBuf,
+            /// Where to write the index.
+            #[arg(long, value_name = "FILE")]
+            out: std::path::PathBuf,
+            #[command(flatten)]
+            model: ModelArgs,
+            /// Report progress on stderr.
+            #[arg(long)]
+            progress: bool,
+        },
+        /// Query an index. Lines: {id|_id, text|question, options?} →
+        /// {id, results, text, stats, queryKind, ms}.
+        Query {
+            /// The index file (from `condense index`).
+            #[arg(long, value_name = "FILE")]
+            index: std::path::PathBuf,
+            /// Default options (JSON); a line's own `options` override them key by key.
+            #[arg(long, value_name = "JSON")]
+            options: Option<String>,
+            /// Where the model files are, if the index was built with the model.
+            #[arg(long, value_name = "DIR")]
+            model_dir: Option<std::path::PathBuf>,
+        },
+    }
+
+    /// Which embedder: the model files in a directory, or the lexical fallback.
+    #[derive(clap::Args)]
+    struct ModelArgs {
+        /// Directory with model.onnx and tokenizer.json (default: $CONDENSE_MODEL_DIR, then
+        /// models/ at the repository root).
+        #[arg(long, value_name = "DIR", conflicts_with = "lexical")]
+        model_dir: Option<std::path::PathBuf>,
+        /// Use the lexical fallback embedder (no model files).
+        #[arg(long)]
+        lexical: bool,
     }
 
     #[derive(Clone, Copy, ValueEnum)]
@@ -117,6 +165,46 @@ mod cli {
                 });
                 run(|line| validate(line, format))
             }
+            Command::Embed { model } => match load_embedder(&model) {
+                Ok(embedder) => run(|line| embed(line, &embedder)),
+                Err(e) => return fatal(&e),
+            },
+            Command::Index {
+                docs,
+                out,
+                model,
+                progress,
+            } => return build_index(&docs, &out, &model, progress),
+            Command::Query {
+                index,
+                options,
+                model_dir,
+            } => {
+                let defaults = match parse_object(options.as_deref()) {
+                    Ok(d) => d,
+                    Err(e) => return usage(&e),
+                };
+                if let Err(e) = QueryOptions::from_value(&Value::Object(defaults.clone())) {
+                    return usage(&e);
+                }
+                let loaded = std::fs::read(&index)
+                    .map_err(|e| {
+                        Error::new(ErrorKind::InvalidInput, "--index", format!("{}: {e}", index.display()))
+                    })
+                    .and_then(|bytes| Index::deserialize(&bytes));
+                let index = match loaded {
+                    Ok(i) => i,
+                    Err(e) => return fatal(&e),
+                };
+                let model = ModelArgs {
+                    model_dir,
+                    lexical: index.identity().kind == condense::embed::EmbedderKind::Lexical,
+                };
+                match load_embedder(&model) {
+                    Ok(embedder) => run(|line| query(line, &index, &embedder, &defaults)),
+                    Err(e) => return fatal(&e),
+                }
+            }
         };
         match result {
             Ok(true) => ExitCode::SUCCESS,
@@ -126,6 +214,11 @@ mod cli {
                 ExitCode::from(1)
             }
         }
+    }
+
+    fn fatal(e: &Error) -> ExitCode {
+        eprintln!("condense: {e}");
+        ExitCode::from(1)
     }
 
     fn usage(e: &Error) -> ExitCode {
@@ -298,6 +391,155 @@ mod cli {
             .map_err(|e| fail(Error::new(ErrorKind::Internal, "", e.to_string())))?;
         // {"valid":…} → {"id":…,"valid":…}
         Ok(format!("{{\"id\":{id},{}", &body[1..]))
+    }
+
+    fn model_dir(args: &ModelArgs) -> std::path::PathBuf {
+        args.model_dir
+            .clone()
+            .or_else(|| std::env::var_os("CONDENSE_MODEL_DIR").map(Into::into))
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models"))
+    }
+
+    fn load_embedder(args: &ModelArgs) -> Result<Embedder, Error> {
+        if args.lexical {
+            return Ok(Embedder::lexical());
+        }
+        let dir = model_dir(args);
+        load_model(&dir)
+    }
+
+    #[cfg(feature = "embed")]
+    fn load_model(dir: &std::path::Path) -> Result<Embedder, Error> {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidModel,
+                    name,
+                    format!(
+                        "{}: {e} (run scripts/fetch-models, pass --model-dir, or --lexical)",
+                        dir.join(name).display()
+                    ),
+                )
+            })
+        };
+        Embedder::from_bytes(&read("model.onnx")?, &read("tokenizer.json")?)
+    }
+
+    #[cfg(not(feature = "embed"))]
+    fn load_model(_dir: &std::path::Path) -> Result<Embedder, Error> {
+        Err(Error::new(
+            ErrorKind::InvalidModel,
+            "model",
+            "this condense was built without the `embed` feature: pass --lexical, or build with \
+             `cargo build --release --features embed`",
+        ))
+    }
+
+    fn embed(text: &str, embedder: &Embedder) -> Result<String, (Option<String>, Error)> {
+        #[derive(Deserialize)]
+        struct EmbedLine<'a> {
+            #[serde(default, borrow)]
+            id: Option<&'a RawValue>,
+            text: Option<String>,
+        }
+        let line: EmbedLine<'_> = serde_json::from_str(text)
+            .map_err(|e| (None, Error::new(ErrorKind::InvalidInput, "", e.to_string())))?;
+        let id = line.id.map(|r| r.get().to_string()).unwrap_or_else(|| "null".into());
+        let Some(t) = line.text else {
+            return Err((Some(id), Error::new(ErrorKind::InvalidInput, "text", "missing")));
+        };
+        let v = embedder.embed_one(&t).map_err(|e| (Some(id.clone()), e))?;
+        Ok(format!("{{\"id\":{id},\"vector\":{}}}", to_json(&v.to_vec())))
+    }
+
+    fn build_index(
+        docs: &std::path::Path,
+        out: &std::path::Path,
+        model: &ModelArgs,
+        progress: bool,
+    ) -> ExitCode {
+        let result = (|| -> Result<Index, Error> {
+            let embedder = load_embedder(model)?;
+            let text = std::fs::read_to_string(docs).map_err(|e| {
+                Error::new(ErrorKind::InvalidInput, "--docs", format!("{}: {e}", docs.display()))
+            })?;
+            let mut documents = Vec::new();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let doc: Document = condense::error::read_json(line)
+                    .map_err(|e| e.with_path_prefix(&format!("--docs line {}", n + 1)))?;
+                documents.push(doc);
+            }
+            let mut index = Index::new(&embedder, IndexOptions::default())?;
+            let start = std::time::Instant::now();
+            let mut last = String::new();
+            index.add(&documents, &embedder, &mut |p| {
+                if progress {
+                    let line = format!("{} {}/{}", p.phase, p.done, p.total);
+                    if line != last {
+                        eprintln!("condense index: {line} ({:.1} s)", start.elapsed().as_secs_f64());
+                        last = line;
+                    }
+                }
+            })?;
+            if progress {
+                eprintln!(
+                    "condense index: {} documents, {} chunks, {} graphs in {:.1} s",
+                    index.len(),
+                    index.chunks(),
+                    index.graphs(),
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            Ok(index)
+        })();
+        let written = result.and_then(|index| {
+            let bytes = index.serialize()?;
+            std::fs::write(out, &bytes).map_err(|e| {
+                Error::new(ErrorKind::InvalidInput, "--out", format!("{}: {e}", out.display()))
+            })
+        });
+        match written {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fatal(&e),
+        }
+    }
+
+    fn query(
+        text: &str,
+        index: &Index,
+        embedder: &Embedder,
+        defaults: &Map<String, Value>,
+    ) -> Result<String, (Option<String>, Error)> {
+        #[derive(Deserialize)]
+        struct QueryLine<'a> {
+            #[serde(default, borrow, alias = "_id")]
+            id: Option<&'a RawValue>,
+            #[serde(default, alias = "question")]
+            text: Option<String>,
+            #[serde(default)]
+            options: Option<Value>,
+        }
+        let line: QueryLine<'_> = serde_json::from_str(text)
+            .map_err(|e| (None, Error::new(ErrorKind::InvalidInput, "", e.to_string())))?;
+        let id = line.id.map(|r| r.get().to_string()).unwrap_or_else(|| "null".into());
+        let fail = |e: Error| (Some(id.clone()), e);
+        let options = QueryOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
+            .map_err(fail)?;
+        let Some(question) = line.text else {
+            return Err(fail(Error::new(ErrorKind::InvalidInput, "text", "missing")));
+        };
+        let start = std::time::Instant::now();
+        let out = index.query(&question, &options, embedder).map_err(fail)?;
+        let ms = start.elapsed().as_secs_f64() * 1000.0;
+        let body = to_json(&out);
+        // {"results":…} → {"id":…,"results":…,"ms":…}
+        Ok(format!(
+            "{{\"id\":{id},{},\"ms\":{ms:.3}}}",
+            body.get(1..body.len().saturating_sub(1)).unwrap_or("")
+        ))
     }
 
     /// Our result types are plain data: serialising them cannot fail.

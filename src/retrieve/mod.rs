@@ -27,3 +27,6 @@ pub struct Chunk {
     /// Position of the chunk within its document, from 0.
     pub ordinal: u32,
 }
+
+pub mod vector;
+pub mod fuse;

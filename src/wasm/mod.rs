@@ -14,6 +14,8 @@ use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, RawDocument, ValidateOptions};
 use crate::watermark::{plan_watermark, Planned, WatermarkOptions, WatermarkState};
 
+mod retrieve;
+
 #[wasm_bindgen(start)]
 fn start() {
     console_error_panic_hook::set_once();

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Retrieval quality of query() on the dev IR sets (DESIGN section 8): builds an index per set with
+# the native CLI, runs every query with result compression off and one chunk per document, and
+# scores the run with bench/ir_eval.py.
+#
+#   bench/ir.sh [--lexical] [SET ...]        (SET: cisi, med; default both)
+#
+# Columns: lexical only (denseWeight 0), dense only (lexicalWeight 0), hybrid (RRF, both 1).
+# Needs the model files (scripts/fetch-models) unless --lexical (the lexical fallback embedder).
+# Data: ../shared/data/ir/<set>/ (override with IR_DATA=dir).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=${IR_DATA:-$root/../shared/data/ir}
+embed=(--features embed)
+model=()
+if [[ ${1:-} == --lexical ]]; then model=(--lexical); embed=(); shift; fi
+sets=("$@"); [[ ${#sets[@]} -eq 0 ]] && sets=(cisi med)
+out=$root/bench/out/ir; mkdir -p "$out"
+cargo build --release --quiet "${embed[@]}" --bin condense
+bin=${CARGO_TARGET_DIR:-$root/target}/release/condense
+off='"minScore":0,"ngramThreshold":1,"similarityThreshold":1,"maxChunksPerDoc":1,"topN":100,"truncate":false'
+kind=${model[0]:-minilm}; kind=${kind#--}
+printf '| set | embedder | system | nDCG@10 | R@10 | R@100 | MRR@10 |\n|---|---|---|---|---|---|---|\n'
+for set in "${sets[@]}"; do
+  idx=$out/$set-$kind.bin
+  "$bin" index --docs "$data/$set/corpus.jsonl" --out "$idx" "${model[@]}"
+  for sys in lexical dense hybrid; do
+    case $sys in
+      lexical) w='"lexicalWeight":1,"denseWeight":0' ;;
+      dense) w='"lexicalWeight":0,"denseWeight":1' ;;
+      hybrid) w='"lexicalWeight":1,"denseWeight":1' ;;
+    esac
+    run=$out/$set-$kind-$sys.jsonl
+    "$bin" query --index "$idx" --options "{$off,$w}" < "$data/$set/queries.jsonl" > "$run"
+    python3 "$root/bench/ir_eval.py" --qrels "$data/$set/qrels.tsv" --run "$run" --json |
+      python3 -c "import json,sys; m=json.load(sys.stdin); print('| $set | $kind | $sys | %.4f | %.4f | %.4f | %.4f |' % (m['ndcg@10'], m['r@10'], m['r@100'], m['mrr@10']))"
+  done
+done

@@ -1,0 +1,192 @@
+//! Fusion of the lexical and dense rankings, and the calibration of fused scores.
+//!
+//! **Order.** Reciprocal Rank Fusion: a chunk's fused value is `Σ wᵢ / (k + rankᵢ)` over the
+//! lists it appears in (rank from 1; `k` = `rrfK`, default 60; `wᵢ` = `lexicalWeight`,
+//! `denseWeight`). RRF uses ranks only, which makes it robust to the two sides' incomparable
+//! score scales, and it is what the reference numbers fuse with.
+//!
+//! **Scores.** Ranks say nothing absolute (the best chunk of a query about nothing in the corpus
+//! is still rank 1), and per-query min-max normalisation would make every query's best result
+//! score 1. So the score of a result is calibrated from the evidence itself, on absolute scales:
+//!
+//! - lexical: `bm25 / bm25_max(query)`, where `bm25_max` is the score of an ideal chunk that
+//!   contains every query term with saturated frequency (`Σ idf(t)·(k1+1)`): the share of the
+//!   query's term weight the chunk matches, in [0, 1];
+//! - dense: `(cos − lo) / (hi − lo)` clamped to [0, 1], with `lo`/`hi` per embedder family
+//!   ([`DenseScale`]): the cosine below which texts are unrelated and the one above which they
+//!   are about the same thing (fitted on the dev IR sets, see README).
+//!
+//! A result's evidence is the weighted mean of both sides (a side that did not retrieve the chunk
+//! contributes 0), and its score is that evidence capped by the score of the result ranked above
+//! it, so scores never increase down the list and `minScore` cuts a prefix-closed set.
+
+/// One ranked list to fuse: slots best first, and the list's weight.
+#[derive(Clone, Copy, Debug)]
+pub struct RankedList<'a> {
+    /// Slots, best first.
+    pub slots: &'a [u32],
+    /// The list's weight (≥ 0).
+    pub weight: f32,
+}
+
+/// Reciprocal Rank Fusion of `lists` with constant `k`: `(slot, fused)` best first, ties by slot.
+/// Lists with weight 0 contribute nothing.
+pub fn rrf(lists: &[RankedList<'_>], k: f32) -> Vec<(u32, f32)> {
+    let mut fused: std::collections::BTreeMap<u32, f32> = std::collections::BTreeMap::new();
+    for list in lists {
+        if list.weight <= 0.0 {
+            continue;
+        }
+        for (rank, &slot) in list.slots.iter().enumerate() {
+            let add = list.weight / (k + (rank + 1) as f32);
+            *fused.entry(slot).or_insert(0.0) += add;
+        }
+    }
+    let mut out: Vec<(u32, f32)> = fused.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// The cosine range that maps onto dense evidence 0..1 for one embedder family.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DenseScale {
+    /// Cosine at or below which the dense evidence is 0.
+    pub lo: f32,
+    /// Cosine at or above which the dense evidence is 1.
+    pub hi: f32,
+}
+
+impl DenseScale {
+    /// all-MiniLM-L6-v2: unrelated English passages sit around cosine 0.0–0.15, paraphrases
+    /// above 0.7 (fitted on the dev IR sets).
+    pub const MINILM: DenseScale = DenseScale { lo: 0.15, hi: 0.65 };
+    /// The lexical fallback embedder: hashed n-gram overlap (fitted on the dev IR sets).
+    pub const LEXICAL: DenseScale = DenseScale { lo: 0.05, hi: 0.45 };
+
+    /// Maps a cosine onto [0, 1].
+    pub fn evidence(self, cosine: f32) -> f32 {
+        ((cosine - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+    }
+}
+
+/// What is known about one fused result.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Evidence {
+    /// BM25 score divided by the query's ideal score, in [0, 1]; 0 if the lexical side did not
+    /// return the chunk.
+    pub lexical: f32,
+    /// Dense evidence in [0, 1] ([`DenseScale::evidence`]); 0 if not returned.
+    pub dense: f32,
+}
+
+/// Calibrated scores for results in fused order (see the [module docs](self)): the weighted
+/// mean of each result's evidence, capped by the previous result's score.
+pub fn calibrate(evidence: &[Evidence], lexical_weight: f32, dense_weight: f32) -> Vec<f32> {
+    let total = lexical_weight.max(0.0) + dense_weight.max(0.0);
+    let mut cap = 1.0f32;
+    evidence
+        .iter()
+        .map(|e| {
+            let raw = if total > 0.0 {
+                (lexical_weight.max(0.0) * e.lexical + dense_weight.max(0.0) * e.dense) / total
+            } else {
+                0.0
+            };
+            cap = raw.clamp(0.0, 1.0).min(cap);
+            cap
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks() {
+        let a = [1u32, 2, 3];
+        let b = [3u32, 1];
+        let fused = rrf(
+            &[
+                RankedList {
+                    slots: &a,
+                    weight: 1.0,
+                },
+                RankedList {
+                    slots: &b,
+                    weight: 1.0,
+                },
+            ],
+            60.0,
+        );
+        let ids: Vec<u32> = fused.iter().map(|f| f.0).collect();
+        // 1: 1/61 + 1/62; 3: 1/63 + 1/61; 2: 1/62.
+        assert_eq!(ids, vec![1, 3, 2]);
+        assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-7);
+    }
+
+    #[test]
+    fn zero_weight_lists_are_ignored_and_ties_go_by_slot() {
+        let a = [5u32, 4];
+        let b = [4u32, 5];
+        let fused = rrf(
+            &[
+                RankedList {
+                    slots: &a,
+                    weight: 1.0,
+                },
+                RankedList {
+                    slots: &b,
+                    weight: 1.0,
+                },
+            ],
+            60.0,
+        );
+        assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), vec![4, 5]);
+        let only_b = rrf(
+            &[
+                RankedList {
+                    slots: &a,
+                    weight: 0.0,
+                },
+                RankedList {
+                    slots: &b,
+                    weight: 1.0,
+                },
+            ],
+            60.0,
+        );
+        assert_eq!(only_b.iter().map(|f| f.0).collect::<Vec<_>>(), vec![4, 5]);
+    }
+
+    #[test]
+    fn calibrated_scores_are_bounded_and_never_increase() {
+        let e = [
+            Evidence {
+                lexical: 0.2,
+                dense: 0.4,
+            },
+            Evidence {
+                lexical: 1.0,
+                dense: 1.0,
+            },
+            Evidence {
+                lexical: 0.0,
+                dense: 0.1,
+            },
+        ];
+        let s = calibrate(&e, 1.0, 1.0);
+        assert!((s[0] - 0.3).abs() < 1e-6);
+        assert!((s[1] - 0.3).abs() < 1e-6, "capped by the result above");
+        assert!((s[2] - 0.05).abs() < 1e-6);
+        assert_eq!(calibrate(&e, 0.0, 0.0), vec![0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn dense_scale_clamps() {
+        let s = DenseScale::MINILM;
+        assert_eq!(s.evidence(-1.0), 0.0);
+        assert_eq!(s.evidence(1.0), 1.0);
+        assert!(s.evidence(0.4) > 0.0 && s.evidence(0.4) < 1.0);
+    }
+}

@@ -1,0 +1,695 @@
+//! [`Index`]: documents → chunks → BM25 + vectors, searched by [`Index::query`].
+//!
+//! An index belongs to one embedder: it records the [`EmbedderIdentity`] that embedded its
+//! chunks, and every call that embeds (adding documents, querying) checks that the embedder it
+//! is given has the same identity ([`ErrorKind::EmbedderMismatch`] otherwise), so vectors of
+//! different models are never compared.
+//!
+//! Chunks live in *slots* `0..chunks()`, in the order their documents were added (a document's
+//! chunks are consecutive). Removing documents renumbers the remaining slots in order; the BM25
+//! side and an exact vector store are then bit for bit what they would have been had the removed
+//! documents never been added (see [`vector`](super::vector) for graphs).
+//!
+//! The serialised form ([`Index::serialize`]) is `CNDX`, a little-endian `u32` format version,
+//! the postcard encoding of the index, and an FNV-1a 64 checksum of that encoding; anything else
+//! is an [`ErrorKind::InvalidIndex`] error from [`Index::deserialize`], never a panic.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::analyze::{Analyzer, AnalyzerOptions};
+use super::bm25::{Bm25, Bm25Params};
+use super::chunk::{chunk_document, ChunkOptions};
+use super::fuse::{calibrate, rrf, DenseScale, Evidence, RankedList};
+use super::options::QueryOptions;
+use super::results::{compress_results, Candidate, QueryOutput};
+use super::vector::{VectorParams, VectorStore};
+use super::Chunk;
+use crate::embed::{Embedder, EmbedderIdentity, EmbedderKind, DIMS};
+use crate::{Error, ErrorKind};
+
+/// Largest document text accepted by [`Index::add`] (8 MiB of UTF-8); larger is
+/// [`ErrorKind::TooLarge`]. Split bigger files before indexing them.
+pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
+
+/// The serialised format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+const MAGIC: &[u8; 4] = b"CNDX";
+
+/// A document to index. In JSON (`Index.add`, the CLI): `{id | _id, path?, title?, text,
+/// metadata?}`; a BEIR corpus line is a valid document.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    /// Unique id within the index.
+    #[serde(alias = "_id")]
+    pub id: String,
+    /// Where it came from (shown in results); optional.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A title, indexed as the first line of the text (BEIR corpora have one).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The text (markdown or plain).
+    pub text: String,
+    /// Anything the caller wants back with [`Index::get`]; kept as JSON, not indexed.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl Document {
+    /// A document with just an id and a text.
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Document {
+        Document {
+            id: id.into(),
+            path: None,
+            title: None,
+            text: text.into(),
+            metadata: None,
+        }
+    }
+}
+
+/// What [`Index::get`] returns about a stored document.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentInfo {
+    /// The document's id.
+    pub id: String,
+    /// Its path, if it had one.
+    pub path: Option<String>,
+    /// Its title, if it had one.
+    pub title: Option<String>,
+    /// Its metadata, as given.
+    pub metadata: Option<serde_json::Value>,
+    /// Its chunks, in document order.
+    pub chunks: Vec<Chunk>,
+}
+
+/// Settings fixed when an index is created (serialised with it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct IndexOptions {
+    /// Chunk size bounds.
+    pub chunk: ChunkOptions,
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+    /// The lexical analyser's switches.
+    pub analyzer: AnalyzerOptions,
+    /// The dense side's settings.
+    pub vector: VectorParams,
+}
+
+impl IndexOptions {
+    /// Reads `{chunk?: {minChars?, maxChars?}, bm25?: {k1?, b?}}` (JSON text; unknown keys are
+    /// errors naming them), defaults for the rest, validated.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidOptions`] (or [`ErrorKind::InvalidJson`]) naming the field.
+    pub fn from_json(json: &str) -> Result<IndexOptions, Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Input {
+            #[serde(default)]
+            chunk: Option<ChunkInput>,
+            #[serde(default)]
+            bm25: Option<Bm25Input>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct ChunkInput {
+            min_chars: Option<usize>,
+            max_chars: Option<usize>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Bm25Input {
+            k1: Option<f32>,
+            b: Option<f32>,
+        }
+        let input: Input = crate::error::read_json(json, ErrorKind::InvalidOptions, "options")?;
+        let mut options = IndexOptions::default();
+        if let Some(c) = input.chunk {
+            options.chunk.min_chars = c.min_chars.unwrap_or(options.chunk.min_chars);
+            options.chunk.max_chars = c.max_chars.unwrap_or(options.chunk.max_chars);
+        }
+        if let Some(b) = input.bm25 {
+            options.bm25.k1 = b.k1.unwrap_or(options.bm25.k1);
+            options.bm25.b = b.b.unwrap_or(options.bm25.b);
+        }
+        options
+            .chunk
+            .validate()
+            .map_err(|e| e.with_path_prefix("options.chunk"))?;
+        options
+            .bm25
+            .validate()
+            .map_err(|e| e.with_path_prefix("options.bm25"))?;
+        Ok(options)
+    }
+}
+
+/// Progress of a long call: `phase` is `"chunk"`, `"embed"` or `"index"` (graph building).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// What is being done.
+    pub phase: &'static str,
+    /// Units done in this phase.
+    pub done: usize,
+    /// Units in this phase.
+    pub total: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct DocEntry {
+    id: String,
+    path: Option<String>,
+    title: Option<String>,
+    /// JSON text of the metadata (postcard cannot carry a free-form JSON value).
+    metadata: Option<String>,
+    /// Number of chunks (consecutive slots).
+    chunks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Slot {
+    chunk: Chunk,
+    vid: u32,
+}
+
+/// An in-memory hybrid index (see the [module docs](self)).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Index {
+    identity: EmbedderIdentity,
+    options: IndexOptions,
+    docs: Vec<DocEntry>,
+    slots: Vec<Slot>,
+    bm25: Bm25,
+    vectors: VectorStore,
+    #[serde(skip)]
+    derived: Derived,
+}
+
+/// Look-up tables rebuilt from the stored fields.
+#[derive(Debug, Default)]
+struct Derived {
+    /// Document id → position in `docs`.
+    doc_pos: BTreeMap<String, usize>,
+    /// First slot of each document (parallel to `docs`).
+    doc_first_slot: Vec<usize>,
+    /// Vector id → slot (`u32::MAX` for removed vectors).
+    slot_of_vid: Vec<u32>,
+    analyzer: Option<Analyzer>,
+}
+
+impl Index {
+    /// An empty index for the vectors of `embedder` (`IndexOptions::default()` for the usual
+    /// settings).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidOptions`] for out-of-range settings (the path names the field).
+    pub fn new(embedder: &Embedder, options: IndexOptions) -> Result<Index, Error> {
+        options
+            .chunk
+            .validate()
+            .map_err(|e| e.with_path_prefix("options.chunk"))?;
+        let bm25 = Bm25::new(options.bm25).map_err(|e| e.with_path_prefix("options.bm25"))?;
+        let vectors = VectorStore::new(embedder.dims(), options.vector)?;
+        let mut index = Index {
+            identity: embedder.identity().clone(),
+            options,
+            docs: Vec::new(),
+            slots: Vec::new(),
+            bm25,
+            vectors,
+            derived: Derived::default(),
+        };
+        index.rebuild_derived();
+        Ok(index)
+    }
+
+    /// The embedder identity this index was built with.
+    pub fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    /// The settings.
+    pub fn options(&self) -> IndexOptions {
+        self.options
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Number of HNSW graphs (full vector segments).
+    pub fn graphs(&self) -> usize {
+        self.vectors.graphs()
+    }
+
+    /// A stored document, with its chunks; `None` if the id is unknown.
+    pub fn get(&self, id: &str) -> Option<DocumentInfo> {
+        let &pos = self.derived.doc_pos.get(id)?;
+        let doc = self.docs.get(pos)?;
+        let first = *self.derived.doc_first_slot.get(pos)?;
+        let chunks = self
+            .slots
+            .get(first..first + doc.chunks as usize)?
+            .iter()
+            .map(|s| s.chunk.clone())
+            .collect();
+        Some(DocumentInfo {
+            id: doc.id.clone(),
+            path: doc.path.clone(),
+            title: doc.title.clone(),
+            metadata: doc
+                .metadata
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok()),
+            chunks,
+        })
+    }
+
+    /// Ids of every document, in the order they were added.
+    pub fn ids(&self) -> Vec<&str> {
+        self.docs.iter().map(|d| d.id.as_str()).collect()
+    }
+
+    fn check_embedder(&self, embedder: &Embedder) -> Result<(), Error> {
+        if embedder.identity() != &self.identity {
+            return Err(Error::new(
+                ErrorKind::EmbedderMismatch,
+                "embedder",
+                format!(
+                    "the index was built by {} and this embedder is {}",
+                    describe(&self.identity),
+                    describe(embedder.identity())
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Chunks, embeds and indexes `documents`, all or nothing: on any error the index is
+    /// unchanged. `progress` is called as chunks are embedded and graphs built.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an empty or duplicate id (`documents[3].id`);
+    /// [`ErrorKind::TooLarge`] for a text over [`MAX_DOCUMENT_BYTES`];
+    /// [`ErrorKind::EmbedderMismatch`] for an embedder other than the index's.
+    pub fn add(
+        &mut self,
+        documents: &[Document],
+        embedder: &Embedder,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<usize, Error> {
+        self.check_embedder(embedder)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, d) in documents.iter().enumerate() {
+            if d.id.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("documents[{i}].id"),
+                    "must not be empty",
+                ));
+            }
+            if self.derived.doc_pos.contains_key(&d.id) || !seen.insert(d.id.as_str()) {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("documents[{i}].id"),
+                    format!("duplicate document id {:?}", d.id),
+                ));
+            }
+            let len = d.text.len() + d.title.as_ref().map_or(0, String::len);
+            if len > MAX_DOCUMENT_BYTES {
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    format!("documents[{i}].text"),
+                    format!(
+                        "{len} bytes; a document holds at most {MAX_DOCUMENT_BYTES} (split it)"
+                    ),
+                ));
+            }
+        }
+
+        // 1. Chunk.
+        let total_docs = documents.len();
+        let mut chunked: Vec<Vec<Chunk>> = Vec::with_capacity(total_docs);
+        for (i, d) in documents.iter().enumerate() {
+            let text = match &d.title {
+                Some(t) if !t.trim().is_empty() => format!("{}\n\n{}", t.trim(), d.text),
+                _ => d.text.clone(),
+            };
+            chunked.push(chunk_document(
+                &d.id,
+                d.path.as_deref().or(d.title.as_deref()),
+                &text,
+                &self.options.chunk,
+            ));
+            if (i + 1) % 256 == 0 || i + 1 == total_docs {
+                progress(Progress {
+                    phase: "chunk",
+                    done: i + 1,
+                    total: total_docs,
+                });
+            }
+        }
+
+        // 2. Embed (the expensive part), in batches so progress moves.
+        let all: Vec<&Chunk> = chunked.iter().flatten().collect();
+        let texts: Vec<String> = all.iter().map(|c| embedding_text(c)).collect();
+        let mut vectors: Vec<crate::embed::Vector> = Vec::with_capacity(texts.len());
+        const BATCH: usize = 64;
+        for (b, batch) in texts.chunks(BATCH).enumerate() {
+            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            vectors.extend(embedder.embed(&refs)?);
+            progress(Progress {
+                phase: "embed",
+                done: (b * BATCH + batch.len()).min(texts.len()),
+                total: texts.len(),
+            });
+        }
+
+        // 3. Index: vectors first (the only fallible step), then BM25 and the tables.
+        let refs: Vec<&[f32]> = vectors.iter().map(|v| v.as_slice()).collect();
+        let vids = self.vectors.push(&refs, &mut |done, total| {
+            progress(Progress {
+                phase: "index",
+                done,
+                total,
+            })
+        })?;
+        let analyzer = self.analyzer();
+        let mut vid_iter = vids.into_iter();
+        for (d, chunks) in documents.iter().zip(chunked) {
+            let n = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
+            for chunk in chunks {
+                let terms = analyzer.terms(&lexical_text(&chunk));
+                self.bm25.add(&terms);
+                let vid = vid_iter.next().unwrap_or(u32::MAX);
+                self.slots.push(Slot { chunk, vid });
+            }
+            self.docs.push(DocEntry {
+                id: d.id.clone(),
+                path: d.path.clone(),
+                title: d.title.clone(),
+                metadata: d.metadata.as_ref().map(|m| m.to_string()),
+                chunks: n,
+            });
+        }
+        self.rebuild_derived();
+        Ok(documents.len())
+    }
+
+    /// Removes documents by id; unknown ids are ignored. Returns how many were removed.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Internal`] if rebuilding a vector graph fails to start.
+    pub fn remove(&mut self, ids: &[&str]) -> Result<usize, Error> {
+        let gone: std::collections::BTreeSet<usize> = ids
+            .iter()
+            .filter_map(|id| self.derived.doc_pos.get(*id).copied())
+            .collect();
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let mut keep_slot = vec![true; self.slots.len()];
+        let mut dead_vids = Vec::new();
+        for &pos in &gone {
+            let first = self.derived.doc_first_slot.get(pos).copied().unwrap_or(0);
+            let n = self.docs.get(pos).map_or(0, |d| d.chunks as usize);
+            for s in first..first + n {
+                if let Some(k) = keep_slot.get_mut(s) {
+                    *k = false;
+                }
+                if let Some(slot) = self.slots.get(s) {
+                    dead_vids.push(slot.vid);
+                }
+            }
+        }
+        self.vectors.remove(&dead_vids)?;
+        self.bm25.retain(&keep_slot);
+        let mut k = keep_slot.iter();
+        self.slots.retain(|_| k.next().copied().unwrap_or(true));
+        let mut pos = 0;
+        self.docs.retain(|_| {
+            let keep = !gone.contains(&pos);
+            pos += 1;
+            keep
+        });
+        self.rebuild_derived();
+        Ok(gone.len())
+    }
+
+    fn analyzer(&mut self) -> Analyzer {
+        self.derived
+            .analyzer
+            .get_or_insert_with(|| Analyzer::new(self.options.analyzer))
+            .clone()
+    }
+
+    fn rebuild_derived(&mut self) {
+        let mut d = Derived {
+            analyzer: self.derived.analyzer.take(),
+            ..Derived::default()
+        };
+        let mut first = 0usize;
+        for (pos, doc) in self.docs.iter().enumerate() {
+            d.doc_pos.insert(doc.id.clone(), pos);
+            d.doc_first_slot.push(first);
+            first += doc.chunks as usize;
+        }
+        d.slot_of_vid = vec![u32::MAX; self.vectors.next_vid() as usize];
+        for (slot, s) in self.slots.iter().enumerate() {
+            if let Some(x) = d.slot_of_vid.get_mut(s.vid as usize) {
+                *x = slot as u32;
+            }
+        }
+        self.derived = d;
+    }
+
+    /// Ranks chunks for `question` and compresses the results (see the
+    /// [`retrieve`](super) module docs for every stage).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an empty question; [`ErrorKind::InvalidOptions`];
+    /// [`ErrorKind::EmbedderMismatch`].
+    pub fn query(
+        &self,
+        question: &str,
+        options: &QueryOptions,
+        embedder: &Embedder,
+    ) -> Result<QueryOutput, Error> {
+        let candidates = self.candidates(question, options, embedder)?;
+        compress_results(candidates, question, options, embedder)
+    }
+
+    /// The fused, calibrated ranking before result compression: up to `options.candidates`
+    /// chunks, best first, with their vectors.
+    ///
+    /// # Errors
+    /// As [`Index::query`].
+    pub fn candidates(
+        &self,
+        question: &str,
+        options: &QueryOptions,
+        embedder: &Embedder,
+    ) -> Result<Vec<Candidate>, Error> {
+        options.validate()?;
+        if question.trim().is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "question",
+                "must not be empty",
+            ));
+        }
+        self.check_embedder(embedder)?;
+        if self.slots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = options.candidates as usize;
+        let lexical_weight = options.lexical_weight as f32;
+        let dense_weight = options.dense_weight as f32;
+        let analyzer = match &self.derived.analyzer {
+            Some(a) => a.clone(),
+            None => Analyzer::new(self.options.analyzer),
+        };
+
+        // Lexical side.
+        let mut lexical: Vec<(u32, f32)> = Vec::new();
+        let mut ideal = 0f32;
+        if lexical_weight > 0.0 {
+            let terms = analyzer.terms(question);
+            lexical = self.bm25.search(&terms, k);
+            ideal = self.bm25.ideal_score(&terms);
+        }
+        // Dense side.
+        let mut dense: Vec<(u32, f32)> = Vec::new();
+        if dense_weight > 0.0 {
+            let q = embedder.embed_one(question)?;
+            let slot_of = |vid: u32| {
+                self.derived
+                    .slot_of_vid
+                    .get(vid as usize)
+                    .copied()
+                    .filter(|&s| s != u32::MAX)
+            };
+            dense = self
+                .vectors
+                .search(&q, k, &slot_of)
+                .into_iter()
+                .filter_map(|(vid, cos)| slot_of(vid).map(|s| (s, cos)))
+                .collect();
+        }
+
+        let lex_slots: Vec<u32> = lexical.iter().map(|h| h.0).collect();
+        let dense_slots: Vec<u32> = dense.iter().map(|h| h.0).collect();
+        let mut fused = rrf(
+            &[
+                RankedList {
+                    slots: &lex_slots,
+                    weight: lexical_weight,
+                },
+                RankedList {
+                    slots: &dense_slots,
+                    weight: dense_weight,
+                },
+            ],
+            options.rrf_k as f32,
+        );
+        fused.truncate(k);
+
+        let lex_score: BTreeMap<u32, f32> = lexical.into_iter().collect();
+        let dense_score: BTreeMap<u32, f32> = dense.into_iter().collect();
+        let scale = match self.identity.kind {
+            EmbedderKind::MiniLm => DenseScale::MINILM,
+            EmbedderKind::Lexical => DenseScale::LEXICAL,
+        };
+        let evidence: Vec<Evidence> = fused
+            .iter()
+            .map(|(slot, _)| Evidence {
+                lexical: match lex_score.get(slot) {
+                    Some(&s) if ideal > 0.0 => (s / ideal).clamp(0.0, 1.0),
+                    _ => 0.0,
+                },
+                dense: dense_score
+                    .get(slot)
+                    .map_or(0.0, |&c| scale.evidence(c)),
+            })
+            .collect();
+        let scores = calibrate(&evidence, lexical_weight, dense_weight);
+
+        let mut out = Vec::with_capacity(fused.len());
+        for ((slot, _), score) in fused.into_iter().zip(scores) {
+            let Some(s) = self.slots.get(slot as usize) else {
+                continue;
+            };
+            out.push(Candidate {
+                chunk_id: s.chunk.id.clone(),
+                doc_id: s.chunk.doc_id.clone(),
+                path: s.chunk.path.clone(),
+                header_path: s.chunk.header_path.clone(),
+                score,
+                content: s.chunk.text.clone(),
+                vector: self.vectors.get(s.vid).map(<[f32]>::to_vec),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The index as bytes (see the [module docs](self) for the format).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Internal`] if encoding fails (a bug).
+    pub fn serialize(&self) -> Result<Vec<u8>, Error> {
+        let body = postcard::to_allocvec(self)
+            .map_err(|e| Error::new(ErrorKind::Internal, "", format!("encoding: {e}")))?;
+        let mut out = Vec::with_capacity(body.len() + 16);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crate::text::hash::fnv1a(&body).to_le_bytes());
+        Ok(out)
+    }
+
+    /// Reads bytes written by [`Index::serialize`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidIndex`] for anything that is not an intact index of this format
+    /// version.
+    pub fn deserialize(bytes: &[u8]) -> Result<Index, Error> {
+        let bad = |reason: String| Error::new(ErrorKind::InvalidIndex, "", reason);
+        if bytes.len() < 16 || &bytes[..4] != MAGIC {
+            return Err(bad("not a condense index (no CNDX header)".into()));
+        }
+        let mut v = [0u8; 4];
+        v.copy_from_slice(&bytes[4..8]);
+        let version = u32::from_le_bytes(v);
+        if version != FORMAT_VERSION {
+            return Err(bad(format!(
+                "format version {version}; this build reads version {FORMAT_VERSION}"
+            )));
+        }
+        let (body, sum) = bytes[8..].split_at(bytes.len() - 16);
+        let mut s = [0u8; 8];
+        s.copy_from_slice(sum);
+        if crate::text::hash::fnv1a(body) != u64::from_le_bytes(s) {
+            return Err(bad("checksum mismatch: the bytes are corrupt or truncated".into()));
+        }
+        let mut index: Index =
+            postcard::from_bytes(body).map_err(|e| bad(format!("undecodable: {e}")))?;
+        index.check()?;
+        index.rebuild_derived();
+        Ok(index)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        let bad = |reason: &str| Error::new(ErrorKind::InvalidIndex, "", reason.to_string());
+        self.vectors.check()?;
+        let chunks: usize = self.docs.iter().map(|d| d.chunks as usize).sum();
+        if chunks != self.slots.len() || self.bm25.len() != self.slots.len() {
+            return Err(bad("document, chunk and BM25 counts disagree"));
+        }
+        if self
+            .slots
+            .iter()
+            .any(|s| self.vectors.get(s.vid).is_none())
+        {
+            return Err(bad("a chunk without its vector"));
+        }
+        Ok(())
+    }
+}
+
+/// The text a chunk is embedded as: its header path, then its text.
+fn embedding_text(chunk: &Chunk) -> String {
+    if chunk.header_path.is_empty() {
+        chunk.text.clone()
+    } else {
+        format!("{}\n{}", chunk.header_path.join(" > "), chunk.text)
+    }
+}
+
+/// The text a chunk is indexed as for BM25: path, header path and text.
+fn lexical_text(chunk: &Chunk) -> String {
+    embedding_text(chunk)
+}
+
+fn describe(id: &EmbedderIdentity) -> String {
+    match &id.model_sha256 {
+        Some(sha) => format!("{} (model sha256 {})", id.kind.as_str(), sha),
+        None => format!("the {} embedder v{}", id.kind.as_str(), id.version),
+    }
+}

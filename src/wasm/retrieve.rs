@@ -1,0 +1,201 @@
+//! The wasm classes of retrieval: `Embedder` and `Index`, and `compressResults`.
+//!
+//! Documents, options and candidates cross as JSON text (`JSON.stringify` in the engine), so
+//! errors name exact paths (`documents[3].id`) as they do natively. Progress callbacks receive
+//! `(phase, done, total)`.
+
+use std::rc::Rc;
+
+use js_sys::{Array, Float32Array, Function, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use super::{js_error, optional_json, stringify, to_js};
+use crate::embed::Embedder;
+use crate::error::{read_json, Error, ErrorKind};
+use crate::retrieve::index::{Document, Index, IndexOptions};
+use crate::retrieve::options::QueryOptions;
+use crate::retrieve::results::{compress_results, Candidate};
+
+/// An embedder shared by the indexes that use it.
+#[wasm_bindgen(js_name = Embedder)]
+pub struct WasmEmbedder {
+    inner: Rc<Embedder>,
+}
+
+#[wasm_bindgen(js_class = Embedder)]
+impl WasmEmbedder {
+    /// The lexical fallback embedder (no model files).
+    pub fn lexical() -> WasmEmbedder {
+        WasmEmbedder {
+            inner: Rc::new(Embedder::lexical()),
+        }
+    }
+
+    /// Loads a MiniLM-family model from the bytes of `model.onnx` and `tokenizer.json`.
+    #[cfg(feature = "embed")]
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(onnx: &[u8], tokenizer: &[u8]) -> Result<WasmEmbedder, JsValue> {
+        let inner = Embedder::from_bytes(onnx, tokenizer).map_err(js_error)?;
+        Ok(WasmEmbedder {
+            inner: Rc::new(inner),
+        })
+    }
+
+    /// What built this embedder's vectors: `{kind, modelSha256, dims, maxTokens, version}`.
+    pub fn identity(&self) -> Result<JsValue, JsValue> {
+        to_js(self.inner.identity())
+    }
+
+    /// One `Float32Array` (384 values, unit length) per text, in input order.
+    pub fn embed(&self, texts: JsValue) -> Result<Array, JsValue> {
+        let json = stringify(&texts, "texts")?;
+        let texts: Vec<String> = read_json(&json, ErrorKind::InvalidInput, "texts").map_err(js_error)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self.inner.embed(&refs).map_err(js_error)?;
+        let out = Array::new();
+        for v in &vectors {
+            out.push(&Float32Array::from(v.as_slice()));
+        }
+        Ok(out)
+    }
+}
+
+/// An in-memory hybrid index (BM25 + vectors) over chunked documents.
+#[wasm_bindgen(js_name = Index)]
+pub struct WasmIndex {
+    inner: Index,
+    embedder: Rc<Embedder>,
+}
+
+fn progress_fn(callback: &Option<Function>) -> impl FnMut(crate::retrieve::index::Progress) + '_ {
+    move |p| {
+        if let Some(f) = callback {
+            let _ = f.call3(
+                &JsValue::NULL,
+                &p.phase.into(),
+                &(p.done as f64).into(),
+                &(p.total as f64).into(),
+            );
+        }
+    }
+}
+
+#[wasm_bindgen(js_class = Index)]
+impl WasmIndex {
+    /// An empty index for `embedder`'s vectors. `options`: `{chunk: {minChars, maxChars},
+    /// bm25: {k1, b}}` (all optional).
+    pub fn create(embedder: &WasmEmbedder, options: JsValue) -> Result<WasmIndex, JsValue> {
+        let options = match optional_json(&options, "options")? {
+            None => IndexOptions::default(),
+            Some(json) => IndexOptions::from_json(&json).map_err(js_error)?,
+        };
+        let inner = Index::new(&embedder.inner, options).map_err(js_error)?;
+        Ok(WasmIndex {
+            inner,
+            embedder: embedder.inner.clone(),
+        })
+    }
+
+    /// Reads bytes from `serialize()`; `embedder` must be the one the index was built with.
+    pub fn deserialize(bytes: &[u8], embedder: &WasmEmbedder) -> Result<WasmIndex, JsValue> {
+        let inner = Index::deserialize(bytes).map_err(js_error)?;
+        if inner.identity() != embedder.inner.identity() {
+            return Err(js_error(Error::new(
+                ErrorKind::EmbedderMismatch,
+                "embedder",
+                "the index was built by another embedder (see index identity)",
+            )));
+        }
+        Ok(WasmIndex {
+            inner,
+            embedder: embedder.inner.clone(),
+        })
+    }
+
+    /// Adds documents `[{id, path?, title?, text, metadata?}]`; returns how many.
+    pub fn add(&mut self, documents: JsValue, on_progress: Option<Function>) -> Result<u32, JsValue> {
+        let json = stringify(&documents, "documents")?;
+        let docs: Vec<Document> =
+            read_json(&json, ErrorKind::InvalidInput, "documents").map_err(js_error)?;
+        let mut progress = progress_fn(&on_progress);
+        let n = self
+            .inner
+            .add(&docs, &self.embedder, &mut progress)
+            .map_err(js_error)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Removes documents by id; returns how many were removed.
+    pub fn remove(&mut self, ids: JsValue) -> Result<u32, JsValue> {
+        let json = stringify(&ids, "ids")?;
+        let ids: Vec<String> = read_json(&json, ErrorKind::InvalidInput, "ids").map_err(js_error)?;
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let n = self.inner.remove(&refs).map_err(js_error)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// A stored document with its chunks, or `undefined`.
+    pub fn get(&self, id: &str) -> Result<JsValue, JsValue> {
+        match self.inner.get(id) {
+            Some(doc) => to_js(&doc),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// Number of documents.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> u32 {
+        u32::try_from(self.inner.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Number of chunks.
+    #[wasm_bindgen(getter)]
+    pub fn chunks(&self) -> u32 {
+        u32::try_from(self.inner.chunks()).unwrap_or(u32::MAX)
+    }
+
+    /// The embedder identity recorded in the index.
+    pub fn identity(&self) -> Result<JsValue, JsValue> {
+        to_js(self.inner.identity())
+    }
+
+    /// The index as bytes.
+    pub fn serialize(&self) -> Result<Uint8Array, JsValue> {
+        let bytes = self.inner.serialize().map_err(js_error)?;
+        Ok(Uint8Array::from(bytes.as_slice()))
+    }
+
+    /// Ranks and compresses: `{results, text, stats, queryKind}`.
+    pub fn query(&self, question: &str, options: JsValue) -> Result<JsValue, JsValue> {
+        let options = read_query_options(&options)?;
+        let out = self
+            .inner
+            .query(question, &options, &self.embedder)
+            .map_err(js_error)?;
+        to_js(&out)
+    }
+}
+
+fn read_query_options(options: &JsValue) -> Result<QueryOptions, JsValue> {
+    match optional_json(options, "options")? {
+        None => Ok(QueryOptions::default()),
+        Some(json) => QueryOptions::from_json(&json).map_err(js_error),
+    }
+}
+
+/// Result compression over candidates from any engine: `[{chunkId|id, docId, path?,
+/// headerPath?, score, content|text, embedding?}]`, best first.
+#[wasm_bindgen(js_name = compressResults)]
+pub fn compress_results_js(
+    candidates: JsValue,
+    question: &str,
+    options: JsValue,
+    embedder: &WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    let options = read_query_options(&options)?;
+    let json = stringify(&candidates, "candidates")?;
+    let candidates: Vec<Candidate> =
+        read_json(&json, ErrorKind::InvalidInput, "candidates").map_err(js_error)?;
+    let out = compress_results(candidates, question, &options, &embedder.inner).map_err(js_error)?;
+    to_js(&out)
+}
