@@ -27,3 +27,7 @@ pub struct Chunk {
     /// Position of the chunk within its document, from 0.
     pub ordinal: u32,
 }
+
+pub mod analyze;
+pub mod bm25;
+pub mod chunk;
