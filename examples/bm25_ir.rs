@@ -112,8 +112,8 @@ fn run() -> Result<(), String> {
             let Some(&d) = slot_doc.get(slot as usize) else {
                 continue;
             };
-            if !best.contains_key(&d) {
-                best.insert(d, score);
+            if let std::collections::hash_map::Entry::Vacant(e) = best.entry(d) {
+                e.insert(score);
                 order.push((d, score));
             }
         }
@@ -166,7 +166,13 @@ fn run_bench(
     let build = started.elapsed();
     let qs: Vec<Vec<String>> = queries
         .iter()
-        .map(|q| analyzer.terms(field(q, "text")).into_iter().take(5).collect())
+        .map(|q| {
+            analyzer
+                .terms(field(q, "text"))
+                .into_iter()
+                .take(5)
+                .collect()
+        })
         .collect();
     let mut times = Vec::new();
     let mut found = 0;
@@ -178,7 +184,12 @@ fn run_bench(
         }
     }
     times.sort_by(f64::total_cmp);
-    let p = |f: f64| times.get((times.len() as f64 * f) as usize).copied().unwrap_or(0.0);
+    let p = |f: f64| {
+        times
+            .get((times.len() as f64 * f) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
     let bytes = postcard::to_allocvec(&index).map_err(|e| e.to_string())?;
     println!(
         "{} slots, {} terms, build {:.0} ms, serialized {:.1} MB; 5-term query top-10: p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms ({} hits)",

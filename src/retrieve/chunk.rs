@@ -362,7 +362,7 @@ fn split_words(text: &str, range: Range<usize>, max: usize) -> Vec<Range<usize>>
         if rest_trim.is_empty() {
             break;
         }
-        if rest_trim.chars().count() <= max {
+        if rest_trim.chars().nth(max).is_none() {
             if let Some(r) = trimmed(text, range.start + start..range.end) {
                 out.push(r);
             }
