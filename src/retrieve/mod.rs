@@ -28,5 +28,9 @@ pub struct Chunk {
     pub ordinal: u32,
 }
 
-pub mod vector;
+pub mod analyze;
+pub mod bm25;
+pub mod chunk;
 pub mod fuse;
+pub mod index;
+pub mod vector;
