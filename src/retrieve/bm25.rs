@@ -204,6 +204,25 @@ impl Bm25 {
         libm::log(1.0 + (n - df + 0.5) / (df + 0.5)) as f32
     }
 
+    /// The score an ideal slot would reach for the query: one containing every query term
+    /// that occurs in the index, with saturated frequency (`Σ idf(t) · (k1 + 1)`). No slot
+    /// scores above it, so `score / ideal_score` is an absolute match strength in [0, 1].
+    /// Terms absent from the index count as if they occurred once (a query about something the
+    /// index lacks should not look well matched); 0 for an empty index or query.
+    pub fn ideal_score(&self, query_terms: &[String]) -> f32 {
+        if self.lengths.is_empty() {
+            return 0.0;
+        }
+        let k1 = self.params.k1;
+        query_terms
+            .iter()
+            .map(|t| {
+                let df = self.postings.get(t.as_str()).map_or(1, Vec::len);
+                self.idf(df) * (k1 + 1.0)
+            })
+            .sum()
+    }
+
     /// The BM25 score of every slot for the query (0 for slots matching no query term).
     pub fn scores(&self, query_terms: &[String]) -> Vec<f32> {
         let n = self.lengths.len();

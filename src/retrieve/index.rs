@@ -26,7 +26,7 @@ use super::options::QueryOptions;
 use super::results::{compress_results, Candidate, QueryOutput};
 use super::vector::{VectorParams, VectorStore};
 use super::Chunk;
-use crate::embed::{Embedder, EmbedderIdentity, EmbedderKind, DIMS};
+use crate::embed::{Embedder, EmbedderIdentity, EmbedderKind};
 use crate::{Error, ErrorKind};
 
 /// Largest document text accepted by [`Index::add`] (8 MiB of UTF-8); larger is
