@@ -20,6 +20,11 @@
 //! 6. **truncation** of factual questions' results (see [`classify`](super::classify)), unless
 //!    `truncate: false` or `queryKind: "conceptual"`: see [`truncate_at_word`].
 //!
+//! Every stage sees every survivor of the stage before it (the stats count each stage over the
+//! whole list, as seeds 000 and 003 report them), so the two dedup stages cost
+//! O(survivors × kept) comparisons: `minScore` first keeps that small, and `query` passes at
+//! most its fused `candidates` (default 100).
+//!
 //! A threshold of exactly 1 switches its dedup stage off (see
 //! [`options`](super::options)): with `{minScore: 0, ngramThreshold: 1,
 //! similarityThreshold: 1, maxChunksPerDoc: 0}` the results are the first `topN` candidates.
@@ -373,7 +378,7 @@ pub struct QueryStats {
 pub struct QueryOutput {
     /// The results, best first.
     pub results: Vec<QueryResult>,
-    /// The results laid out in `options.format` (see [`format`](super::format)).
+    /// The results laid out in `options.format` (see [`super::format`]).
     pub text: String,
     /// What each stage did.
     pub stats: QueryStats,
