@@ -11,6 +11,11 @@
 //! - `results`: result compression (seeds 000 and 003): `minScore` → n-gram near-duplicates →
 //!   semantic dedup → `maxChunksPerDoc` → `topN`, query classification, truncation, formats, stats.
 
+pub mod classify;
+pub mod format;
+pub mod options;
+pub mod results;
+
 /// One retrievable unit: a piece of a document, as the index stores and ranks it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Chunk {
