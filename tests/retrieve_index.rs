@@ -111,7 +111,10 @@ fn get_and_ids_and_sizes() {
     assert_eq!(doc.path.as_deref(), Some("docs/auth.md"));
     assert!(doc.chunks.iter().all(|c| c.doc_id == "auth.md"));
     assert!(index.get("nope").is_none());
-    assert_eq!(index.ids(), vec!["auth.md", "install.md", "faq.txt", "bread.txt"]);
+    assert_eq!(
+        index.ids(),
+        vec!["auth.md", "install.md", "faq.txt", "bread.txt"]
+    );
 }
 
 #[test]
@@ -157,15 +160,24 @@ fn bad_input_is_a_typed_error_and_leaves_the_index_unchanged() {
     assert_eq!(err.as_ref().map(|e| e.path()), Some("documents[1].id"));
     let existing = vec![Document::new("auth.md", "again")];
     assert_eq!(
-        index.add(&existing, &e, &mut |_| {}).err().map(|e| e.kind()),
+        index
+            .add(&existing, &e, &mut |_| {})
+            .err()
+            .map(|e| e.kind()),
         Some(ErrorKind::InvalidInput)
     );
     let empty_id = vec![Document::new("", "x")];
     assert_eq!(
-        index.add(&empty_id, &e, &mut |_| {}).err().map(|e| e.path().to_string()),
+        index
+            .add(&empty_id, &e, &mut |_| {})
+            .err()
+            .map(|e| e.path().to_string()),
         Some("documents[0].id".to_string())
     );
-    let huge = vec![Document::new("huge", "a ".repeat(MAX_DOCUMENT_BYTES / 2 + 1))];
+    let huge = vec![Document::new(
+        "huge",
+        "a ".repeat(MAX_DOCUMENT_BYTES / 2 + 1),
+    )];
     assert_eq!(
         index.add(&huge, &e, &mut |_| {}).err().map(|e| e.kind()),
         Some(ErrorKind::TooLarge)
@@ -199,7 +211,10 @@ fn documents_are_parsed_from_beir_lines() {
     assert!(got.chunks[0].text.starts_with("A title"));
     let bad: Result<Document, _> =
         condense::error::read_json(r#"{"id": "x", "text": 5}"#, ErrorKind::InvalidInput, "doc");
-    assert_eq!(bad.err().map(|e| e.path().to_string()), Some("doc.text".into()));
+    assert_eq!(
+        bad.err().map(|e| e.path().to_string()),
+        Some("doc.text".into())
+    );
 }
 
 proptest! {

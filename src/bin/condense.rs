@@ -189,7 +189,11 @@ mod cli {
                 }
                 let loaded = std::fs::read(&index)
                     .map_err(|e| {
-                        Error::new(ErrorKind::InvalidInput, "--index", format!("{}: {e}", index.display()))
+                        Error::new(
+                            ErrorKind::InvalidInput,
+                            "--index",
+                            format!("{}: {e}", index.display()),
+                        )
                     })
                     .and_then(|bytes| Index::deserialize(&bytes));
                 let index = match loaded {
@@ -444,12 +448,21 @@ mod cli {
         }
         let line: EmbedLine<'_> = serde_json::from_str(text)
             .map_err(|e| (None, Error::new(ErrorKind::InvalidInput, "", e.to_string())))?;
-        let id = line.id.map(|r| r.get().to_string()).unwrap_or_else(|| "null".into());
+        let id = line
+            .id
+            .map(|r| r.get().to_string())
+            .unwrap_or_else(|| "null".into());
         let Some(t) = line.text else {
-            return Err((Some(id), Error::new(ErrorKind::InvalidInput, "text", "missing")));
+            return Err((
+                Some(id),
+                Error::new(ErrorKind::InvalidInput, "text", "missing"),
+            ));
         };
         let v = embedder.embed_one(&t).map_err(|e| (Some(id.clone()), e))?;
-        Ok(format!("{{\"id\":{id},\"vector\":{}}}", to_json(&v.to_vec())))
+        Ok(format!(
+            "{{\"id\":{id},\"vector\":{}}}",
+            to_json(&v.to_vec())
+        ))
     }
 
     fn build_index(
@@ -461,15 +474,20 @@ mod cli {
         let result = (|| -> Result<Index, Error> {
             let embedder = load_embedder(model)?;
             let text = std::fs::read_to_string(docs).map_err(|e| {
-                Error::new(ErrorKind::InvalidInput, "--docs", format!("{}: {e}", docs.display()))
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    "--docs",
+                    format!("{}: {e}", docs.display()),
+                )
             })?;
             let mut documents = Vec::new();
             for (n, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let doc: Document = condense::error::read_json(line)
-                    .map_err(|e| e.with_path_prefix(&format!("--docs line {}", n + 1)))?;
+                let doc: Document =
+                    condense::error::read_json(line, ErrorKind::InvalidInput, "document")
+                        .map_err(|e| e.with_path_prefix(&format!("--docs line {}", n + 1)))?;
                 documents.push(doc);
             }
             let mut index = Index::new(&embedder, IndexOptions::default())?;
@@ -479,7 +497,10 @@ mod cli {
                 if progress {
                     let line = format!("{} {}/{}", p.phase, p.done, p.total);
                     if line != last {
-                        eprintln!("condense index: {line} ({:.1} s)", start.elapsed().as_secs_f64());
+                        eprintln!(
+                            "condense index: {line} ({:.1} s)",
+                            start.elapsed().as_secs_f64()
+                        );
                         last = line;
                     }
                 }
@@ -498,7 +519,11 @@ mod cli {
         let written = result.and_then(|index| {
             let bytes = index.serialize()?;
             std::fs::write(out, &bytes).map_err(|e| {
-                Error::new(ErrorKind::InvalidInput, "--out", format!("{}: {e}", out.display()))
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    "--out",
+                    format!("{}: {e}", out.display()),
+                )
             })
         });
         match written {
@@ -524,7 +549,10 @@ mod cli {
         }
         let line: QueryLine<'_> = serde_json::from_str(text)
             .map_err(|e| (None, Error::new(ErrorKind::InvalidInput, "", e.to_string())))?;
-        let id = line.id.map(|r| r.get().to_string()).unwrap_or_else(|| "null".into());
+        let id = line
+            .id
+            .map(|r| r.get().to_string())
+            .unwrap_or_else(|| "null".into());
         let fail = |e: Error| (Some(id.clone()), e);
         let options = QueryOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;

@@ -584,9 +584,7 @@ impl Index {
                     Some(&s) if ideal > 0.0 => (s / ideal).clamp(0.0, 1.0),
                     _ => 0.0,
                 },
-                dense: dense_score
-                    .get(slot)
-                    .map_or(0.0, |&c| scale.evidence(c)),
+                dense: dense_score.get(slot).map_or(0.0, |&c| scale.evidence(c)),
             })
             .collect();
         let scores = calibrate(&evidence, lexical_weight, dense_weight);
@@ -646,7 +644,9 @@ impl Index {
         let mut s = [0u8; 8];
         s.copy_from_slice(sum);
         if crate::text::hash::fnv1a(body) != u64::from_le_bytes(s) {
-            return Err(bad("checksum mismatch: the bytes are corrupt or truncated".into()));
+            return Err(bad(
+                "checksum mismatch: the bytes are corrupt or truncated".into()
+            ));
         }
         let mut index: Index =
             postcard::from_bytes(body).map_err(|e| bad(format!("undecodable: {e}")))?;
@@ -662,11 +662,7 @@ impl Index {
         if chunks != self.slots.len() || self.bm25.len() != self.slots.len() {
             return Err(bad("document, chunk and BM25 counts disagree"));
         }
-        if self
-            .slots
-            .iter()
-            .any(|s| self.vectors.get(s.vid).is_none())
-        {
+        if self.slots.iter().any(|s| self.vectors.get(s.vid).is_none()) {
             return Err(bad("a chunk without its vector"));
         }
         Ok(())

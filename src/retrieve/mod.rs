@@ -11,11 +11,6 @@
 //! - `results`: result compression (seeds 000 and 003): `minScore` → n-gram near-duplicates →
 //!   semantic dedup → `maxChunksPerDoc` → `topN`, query classification, truncation, formats, stats.
 
-pub mod classify;
-pub mod format;
-pub mod options;
-pub mod results;
-
 /// One retrievable unit: a piece of a document, as the index stores and ranks it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Chunk {
@@ -36,6 +31,10 @@ pub struct Chunk {
 pub mod analyze;
 pub mod bm25;
 pub mod chunk;
+pub mod classify;
+pub mod format;
 pub mod fuse;
 pub mod index;
+pub mod options;
+pub mod results;
 pub mod vector;

@@ -49,7 +49,8 @@ impl WasmEmbedder {
     /// One `Float32Array` (384 values, unit length) per text, in input order.
     pub fn embed(&self, texts: JsValue) -> Result<Array, JsValue> {
         let json = stringify(&texts, "texts")?;
-        let texts: Vec<String> = read_json(&json, ErrorKind::InvalidInput, "texts").map_err(js_error)?;
+        let texts: Vec<String> =
+            read_json(&json, ErrorKind::InvalidInput, "texts").map_err(js_error)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = self.inner.embed(&refs).map_err(js_error)?;
         let out = Array::new();
@@ -113,7 +114,11 @@ impl WasmIndex {
     }
 
     /// Adds documents `[{id, path?, title?, text, metadata?}]`; returns how many.
-    pub fn add(&mut self, documents: JsValue, on_progress: Option<Function>) -> Result<u32, JsValue> {
+    pub fn add(
+        &mut self,
+        documents: JsValue,
+        on_progress: Option<Function>,
+    ) -> Result<u32, JsValue> {
         let json = stringify(&documents, "documents")?;
         let docs: Vec<Document> =
             read_json(&json, ErrorKind::InvalidInput, "documents").map_err(js_error)?;
@@ -128,7 +133,8 @@ impl WasmIndex {
     /// Removes documents by id; returns how many were removed.
     pub fn remove(&mut self, ids: JsValue) -> Result<u32, JsValue> {
         let json = stringify(&ids, "ids")?;
-        let ids: Vec<String> = read_json(&json, ErrorKind::InvalidInput, "ids").map_err(js_error)?;
+        let ids: Vec<String> =
+            read_json(&json, ErrorKind::InvalidInput, "ids").map_err(js_error)?;
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let n = self.inner.remove(&refs).map_err(js_error)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
@@ -196,6 +202,7 @@ pub fn compress_results_js(
     let json = stringify(&candidates, "candidates")?;
     let candidates: Vec<Candidate> =
         read_json(&json, ErrorKind::InvalidInput, "candidates").map_err(js_error)?;
-    let out = compress_results(candidates, question, &options, &embedder.inner).map_err(js_error)?;
+    let out =
+        compress_results(candidates, question, &options, &embedder.inner).map_err(js_error)?;
     to_js(&out)
 }
