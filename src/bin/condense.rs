@@ -78,6 +78,9 @@ mod cli {
             out: std::path::PathBuf,
             #[command(flatten)]
             model: ModelArgs,
+            /// Index settings (JSON): {"chunk": {"minChars", "maxChars"}, "bm25": {"k1", "b"}}.
+            #[arg(long, value_name = "JSON")]
+            index_options: Option<String>,
             /// Report progress on stderr.
             #[arg(long)]
             progress: bool,
@@ -173,8 +176,16 @@ mod cli {
                 docs,
                 out,
                 model,
+                index_options,
                 progress,
-            } => return build_index(&docs, &out, &model, progress),
+            } => {
+                let options = match index_options.as_deref().map(IndexOptions::from_json) {
+                    None => IndexOptions::default(),
+                    Some(Ok(o)) => o,
+                    Some(Err(e)) => return usage(&e),
+                };
+                return build_index(&docs, &out, &model, options, progress);
+            }
             Command::Query {
                 index,
                 options,
@@ -226,7 +237,7 @@ mod cli {
     }
 
     fn usage(e: &Error) -> ExitCode {
-        eprintln!("condense: --options: {e}");
+        eprintln!("condense: {e}");
         ExitCode::from(2)
     }
 
@@ -469,6 +480,7 @@ mod cli {
         docs: &std::path::Path,
         out: &std::path::Path,
         model: &ModelArgs,
+        options: IndexOptions,
         progress: bool,
     ) -> ExitCode {
         let result = (|| -> Result<Index, Error> {
@@ -490,7 +502,7 @@ mod cli {
                         .map_err(|e| e.with_path_prefix(&format!("--docs line {}", n + 1)))?;
                 documents.push(doc);
             }
-            let mut index = Index::new(&embedder, IndexOptions::default())?;
+            let mut index = Index::new(&embedder, options)?;
             let start = std::time::Instant::now();
             let mut last = String::new();
             index.add(&documents, &embedder, &mut |p| {

@@ -50,9 +50,12 @@ pub struct Bm25Params {
 }
 
 impl Default for Bm25Params {
-    /// `k1 = 1.2`, `b = 0.75` (Robertson's; best of the settings tried on the dev IR sets).
+    /// `k1 = 0.9`, `b = 0.4` (Anserini's defaults). Alone, 1.2/0.75 scores a little higher on
+    /// the dev IR sets (nDCG@10 CISI .3929 vs .3779); fused with MiniLM, 0.9/0.4 is better on
+    /// MED (.7977 vs .7921) and within .006 on CISI: flatter term saturation leaves the fine
+    /// ordering to the dense side. `query()` is hybrid by default, so this is its default.
     fn default() -> Self {
-        Bm25Params { k1: 1.2, b: 0.75 }
+        Bm25Params { k1: 0.9, b: 0.4 }
     }
 }
 
@@ -304,7 +307,7 @@ mod tests {
 
     #[test]
     fn scores_match_the_formula() {
-        let mut index = Bm25::new(Bm25Params::default()).unwrap();
+        let mut index = Bm25::new(Bm25Params { k1: 1.2, b: 0.75 }).unwrap();
         index.add(&terms("a b c"));
         index.add(&terms("a a d"));
         index.add(&terms("e"));

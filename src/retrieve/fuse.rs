@@ -47,6 +47,60 @@ pub fn rrf(lists: &[RankedList<'_>], k: f32) -> Vec<(u32, f32)> {
     out
 }
 
+/// Document-aware Reciprocal Rank Fusion: like [`rrf`], except that a chunk missing from a
+/// list in which another chunk of its document (`group(slot)`) appears takes that document's
+/// best rank there. Chunking splits a document's evidence (the words match one chunk, the
+/// meaning another); this gives it back, so a document ranks as if it were indexed whole,
+/// while within a document the chunks that matched themselves still come first (ties go by
+/// the number of lists a chunk matched itself, then by slot).
+pub fn rrf_grouped(
+    lists: &[RankedList<'_>],
+    k: f32,
+    group: &dyn Fn(u32) -> u32,
+) -> Vec<(u32, f32)> {
+    use std::collections::BTreeMap;
+    // Per list: own rank of each slot, best rank of each group.
+    let mut own: Vec<BTreeMap<u32, usize>> = Vec::with_capacity(lists.len());
+    let mut best: Vec<BTreeMap<u32, usize>> = Vec::with_capacity(lists.len());
+    let mut union: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    for list in lists {
+        let mut o = BTreeMap::new();
+        let mut b = BTreeMap::new();
+        if list.weight > 0.0 {
+            for (rank, &slot) in list.slots.iter().enumerate() {
+                o.entry(slot).or_insert(rank + 1);
+                b.entry(group(slot)).or_insert(rank + 1);
+                union.insert(slot);
+            }
+        }
+        own.push(o);
+        best.push(b);
+    }
+    let mut out: Vec<(u32, f32, usize)> = union
+        .into_iter()
+        .map(|slot| {
+            let g = group(slot);
+            let mut fused = 0f32;
+            let mut hits = 0usize;
+            for (i, list) in lists.iter().enumerate() {
+                let rank = match own[i].get(&slot) {
+                    Some(&r) => {
+                        hits += 1;
+                        Some(r)
+                    }
+                    None => best[i].get(&g).copied(),
+                };
+                if let Some(r) = rank {
+                    fused += list.weight / (k + r as f32);
+                }
+            }
+            (slot, fused, hits)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    out.into_iter().map(|(slot, f, _)| (slot, f)).collect()
+}
+
 /// The cosine range that maps onto dense evidence 0..1 for one embedder family.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DenseScale {
@@ -157,6 +211,31 @@ mod tests {
             60.0,
         );
         assert_eq!(only_b.iter().map(|f| f.0).collect::<Vec<_>>(), vec![4, 5]);
+    }
+
+    #[test]
+    fn grouped_rrf_lends_a_document_its_best_rank() {
+        // Slots 0 and 1 are one document; 2 another. Lexical found 0, dense found 1 and 2.
+        let lex = [0u32, 2];
+        let dense = [1u32, 2];
+        let lists = [
+            RankedList {
+                slots: &lex,
+                weight: 1.0,
+            },
+            RankedList {
+                slots: &dense,
+                weight: 1.0,
+            },
+        ];
+        let group = |s: u32| if s < 2 { 0 } else { 1 };
+        let fused = rrf_grouped(&lists, 60.0, &group);
+        // Document 0 (ranks 1 and 1 via its chunks) beats document 2 (ranks 2 and 2); within
+        // document 0 both chunks tie on value and on own hits, so slot order decides.
+        assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!((fused[0].1 - 2.0 / 61.0).abs() < 1e-7);
+        // Without grouping, slot 2 (in both lists) would lead.
+        assert_eq!(rrf(&lists, 60.0)[0].0, 2);
     }
 
     #[test]

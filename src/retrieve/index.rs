@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::analyze::{Analyzer, AnalyzerOptions};
 use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
-use super::fuse::{calibrate, rrf, DenseScale, Evidence, RankedList};
+use super::fuse::{calibrate, rrf_grouped, DenseScale, Evidence, RankedList};
 use super::options::QueryOptions;
 use super::results::{compress_results, Candidate, QueryOutput};
 use super::vector::{VectorParams, VectorStore};
@@ -32,6 +32,10 @@ use crate::{Error, ErrorKind};
 /// Largest document text accepted by [`Index::add`] (8 MiB of UTF-8); larger is
 /// [`ErrorKind::TooLarge`]. Split bigger files before indexing them.
 pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
+
+/// At most this many fused candidates go on to result compression (and to
+/// [`Index::candidates`]); `topN` is at most 100, so 200 leaves room for every dedup stage.
+pub const MAX_COMPRESSED_CANDIDATES: usize = 200;
 
 /// The serialised format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -198,6 +202,8 @@ struct Derived {
     doc_pos: BTreeMap<String, usize>,
     /// First slot of each document (parallel to `docs`).
     doc_first_slot: Vec<usize>,
+    /// Slot → position of its document in `docs`.
+    doc_of_slot: Vec<u32>,
     /// Vector id → slot (`u32::MAX` for removed vectors).
     slot_of_vid: Vec<u32>,
     analyzer: Option<Analyzer>,
@@ -354,7 +360,10 @@ impl Index {
             };
             chunked.push(chunk_document(
                 &d.id,
-                d.path.as_deref().or(d.title.as_deref()),
+                d.path
+                    .as_deref()
+                    .or(d.title.as_deref())
+                    .filter(|p| !p.trim().is_empty()),
                 &text,
                 &self.options.chunk,
             ));
@@ -470,6 +479,8 @@ impl Index {
             d.doc_pos.insert(doc.id.clone(), pos);
             d.doc_first_slot.push(first);
             first += doc.chunks as usize;
+            d.doc_of_slot
+                .extend(std::iter::repeat_n(pos as u32, doc.chunks as usize));
         }
         d.slot_of_vid = vec![u32::MAX; self.vectors.next_vid() as usize];
         for (slot, s) in self.slots.iter().enumerate() {
@@ -519,7 +530,7 @@ impl Index {
         if self.slots.is_empty() {
             return Ok(Vec::new());
         }
-        let k = options.candidates as usize;
+        let k = options.candidates;
         let lexical_weight = options.lexical_weight as f32;
         let dense_weight = options.dense_weight as f32;
         let analyzer = match &self.derived.analyzer {
@@ -556,7 +567,14 @@ impl Index {
 
         let lex_slots: Vec<u32> = lexical.iter().map(|h| h.0).collect();
         let dense_slots: Vec<u32> = dense.iter().map(|h| h.0).collect();
-        let mut fused = rrf(
+        let doc_of = |slot: u32| {
+            self.derived
+                .doc_of_slot
+                .get(slot as usize)
+                .copied()
+                .unwrap_or(u32::MAX)
+        };
+        let mut fused = rrf_grouped(
             &[
                 RankedList {
                     slots: &lex_slots,
@@ -568,8 +586,9 @@ impl Index {
                 },
             ],
             options.rrf_k as f32,
+            &doc_of,
         );
-        fused.truncate(k);
+        fused.truncate(k.min(MAX_COMPRESSED_CANDIDATES));
 
         let lex_score: BTreeMap<u32, f32> = lexical.into_iter().collect();
         let dense_score: BTreeMap<u32, f32> = dense.into_iter().collect();

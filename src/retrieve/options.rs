@@ -83,7 +83,9 @@ pub struct QueryOptions {
     pub dense_weight: f64,
     /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1). Default 60.
     pub rrf_k: f64,
-    /// `query` only: how many hits of each list are fused (1–10000). Default 100.
+    /// `query` only: how many hits of each list are fused (1–10000). Default 1000 (fusing
+    /// deeper lists raised nDCG@10 and R@100 on the dev IR sets; the fused list handed to result
+    /// compression is cut at [`MAX_COMPRESSED_CANDIDATES`](super::index::MAX_COMPRESSED_CANDIDATES)).
     pub candidates: usize,
     /// Overrides the query classification (`"factual"` or `"conceptual"`). Default: classify
     /// the question (seed 003 rules, [`classify`](super::classify::classify)).
@@ -105,7 +107,7 @@ impl Default for QueryOptions {
             lexical_weight: 1.0,
             dense_weight: 1.0,
             rrf_k: 60.0,
-            candidates: 100,
+            candidates: 1000,
             query_kind: None,
         }
     }
@@ -226,7 +228,7 @@ mod tests {
         assert_eq!(o.truncate_chars, 200);
         assert_eq!(o.format, ResultFormat::Compact);
         assert_eq!(o.rrf_k, 60.0);
-        assert_eq!(o.candidates, 100);
+        assert_eq!(o.candidates, 1000);
         assert_eq!(o.query_kind, None);
         assert!(o.validate().is_ok());
         assert_eq!(QueryOptions::from_json("{}").ok(), Some(o.clone()));
