@@ -332,6 +332,217 @@ export function compressJson(json: string, options?: CompressOptions | null): Co
 export function uncompress(messages: Message[], verbatim: Record<string, Message[]>): Message[];
 export function uncompress(json: string, verbatim: string): string;
 
+// ---------------------------------------------------------------------------- retrieval
+
+/** Makes vectors. `lexicalEmbedder()` needs no files; MiniLM needs the model (see README). */
+export interface Embedder {
+  /** What built this embedder's vectors; indexes record it. */
+  identity(): EmbedderIdentity;
+  /** One unit-length `Float32Array` (384 values) per text, in input order. @throws {CondenseError} */
+  embed(texts: string[]): Float32Array[];
+  /** Releases the wasm memory (only once no index uses it). */
+  free(): void;
+}
+
+/** The identity of an embedder: two vectors are comparable only if their identities are equal. */
+export interface EmbedderIdentity {
+  kind: 'minilm' | 'lexical';
+  /** sha256 of the ONNX model; null for the lexical embedder. */
+  modelSha256: string | null;
+  dims: number;
+  maxTokens: number | null;
+  version: number;
+}
+
+/** The lexical fallback embedder: hashed word and character n-grams, no model files. */
+export function lexicalEmbedder(): Embedder;
+
+/** Embeds texts (with `options.embedder`, default the lexical embedder). @throws {CondenseError} */
+export function embed(texts: string[], options?: { embedder?: Embedder }): Float32Array[];
+
+/** A document to index. BEIR corpus lines (`_id`, `title`, `text`) are accepted as they are. */
+export interface Document {
+  id: string;
+  /** Where it came from; shown in results (default: the title, else the id). */
+  path?: string;
+  /** Indexed as the first line of the text. */
+  title?: string;
+  /** Markdown (chunked by headers) or plain text (by paragraphs). At most 8 MiB. */
+  text: string;
+  /** Returned by `get`; not indexed. */
+  metadata?: unknown;
+}
+
+/** Settings fixed when an index is created. */
+export interface IndexOptions {
+  /** The embedder of the index (default: the lexical embedder). */
+  embedder?: Embedder;
+  /** Chunk size bounds in characters (default 200–1500). */
+  chunk?: { minChars?: number; maxChars?: number };
+  /** BM25 parameters (default k1 0.9, b 0.4). */
+  bm25?: { k1?: number; b?: number };
+}
+
+/** A piece of a stored document. */
+export interface Chunk {
+  /** `{docId}#{ordinal}`, stable. */
+  id: string;
+  docId: string;
+  path: string | null;
+  /** Markdown headers above the chunk, outermost first. */
+  headerPath: string[];
+  text: string;
+  ordinal: number;
+}
+
+/** What `get` returns. */
+export interface DocumentInfo {
+  id: string;
+  path: string | null;
+  title: string | null;
+  metadata: unknown;
+  chunks: Chunk[];
+}
+
+/** Progress of `add`: chunking, embedding, then HNSW graph building. */
+export interface Progress {
+  phase: 'chunk' | 'embed' | 'index';
+  done: number;
+  total: number;
+}
+
+/** An in-memory hybrid index (BM25 + embeddings, HNSW for large segments). Call `free()` when done. */
+export class Index {
+  private constructor();
+  /** An empty index. @throws {CondenseError} `invalid_options` */
+  static create(options?: IndexOptions): Index;
+  /** Reads `serialize()` bytes; pass the embedder the index was built with. @throws {CondenseError} `invalid_index`, `embedder_mismatch` */
+  static deserialize(bytes: Uint8Array, options?: { embedder?: Embedder }): Index;
+  /** Chunks, embeds and indexes documents, all or nothing; returns how many. @throws {CondenseError} */
+  add(documents: Document[], options?: { onProgress?: (progress: Progress) => void }): number;
+  /** Removes documents by id (unknown ids are ignored); returns how many were removed. */
+  remove(ids: string[]): number;
+  /** A stored document and its chunks, or undefined. */
+  get(id: string): DocumentInfo | undefined;
+  /** Number of documents. */
+  readonly size: number;
+  /** Number of chunks. */
+  readonly chunks: number;
+  /** The embedder identity the index was built with. */
+  identity(): EmbedderIdentity;
+  /** The index as bytes (versioned, checksummed). */
+  serialize(): Uint8Array;
+  /** Same as `query(index, question, options)`. */
+  query(question: string, options?: QueryOptions | null): QueryResult;
+  /** Releases the wasm memory. */
+  free(): void;
+}
+
+/** Options of `query` and `compressResults` (seeds 000 and 003). Every field is optional. */
+export interface QueryOptions {
+  /** Results scoring below this (calibrated 0–1) are dropped. Default 0.3; 0 keeps all. */
+  minScore?: number;
+  /** Jaccard of word shingles from which a later result is a near-duplicate. Default 0.7; 1 = off. */
+  ngramThreshold?: number;
+  /** Words per shingle (1–8). Default 3. */
+  ngramSize?: number;
+  /** Cosine from which results form one cluster, which keeps its best. Default 0.85; 1 = off. */
+  similarityThreshold?: number;
+  /** At most this many results per document. Default 2; 0 = no limit. */
+  maxChunksPerDoc?: number;
+  /** At most this many results (1–100). Default 5. */
+  topN?: number;
+  /** Truncate the results of factual queries at a word boundary. Default true. */
+  truncate?: boolean;
+  /** Characters a truncated result keeps (at least 20). Default 200. */
+  truncateChars?: number;
+  /** Layout of `text`. Default 'compact'. */
+  format?: 'compact' | 'verbose' | 'json';
+  /** query only: weight of the BM25 list in the fusion. Default 1. */
+  lexicalWeight?: number;
+  /** query only: weight of the embedding list in the fusion. Default 1. */
+  denseWeight?: number;
+  /** query only: the RRF constant k. Default 60. */
+  rrfK?: number;
+  /** query only: hits of each list that are fused (1–10000). Default 1000. */
+  candidates?: number;
+  /** Overrides the query classification. */
+  queryKind?: 'factual' | 'conceptual';
+}
+
+/** One result. */
+export interface SearchResult {
+  chunkId: string;
+  docId: string;
+  path: string | null;
+  headerPath: string[];
+  /** Calibrated relevance, 0–1; never increases down the list. */
+  score: number;
+  content: string;
+  truncated: boolean;
+}
+
+/** Counts of every compression stage (they add up), sizes, and seed 000's names. */
+export interface QueryStats {
+  candidates: number;
+  afterMinScore: number;
+  afterNgramDedup: number;
+  afterSemanticDedup: number;
+  afterPerDocLimit: number;
+  returned: number;
+  removedByMinScore: number;
+  removedAsNearDuplicate: number;
+  removedAsSemanticDuplicate: number;
+  removedByPerDocLimit: number;
+  removedByTopN: number;
+  truncated: number;
+  charsBefore: number;
+  charsAfter: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  reductionPercent: number;
+  originalCount: number;
+  afterThreshold: number;
+  afterDedup: number;
+  clustersMerged: number;
+}
+
+/** What `query` and `compressResults` return. */
+export interface QueryResult {
+  results: SearchResult[];
+  /** The results in the chosen format. */
+  text: string;
+  stats: QueryStats;
+  queryKind: 'factual' | 'conceptual';
+}
+
+/** Ranks chunks for a question (BM25 + embeddings, RRF) and compresses the results. @throws {CondenseError} */
+export function query(index: Index, question: string, options?: QueryOptions | null): QueryResult;
+
+/** A result from another engine (a vector database, a search cluster), best first. */
+export interface Candidate {
+  chunkId?: string;
+  /** Alias of chunkId. */
+  id?: string;
+  docId: string;
+  path?: string | null;
+  headerPath?: string[] | string | null;
+  /** Relevance in 0–1. */
+  score: number;
+  content?: string;
+  /** Alias of content. */
+  text?: string;
+  /** The candidate's vector (from `embed`), used by semantic dedup; embedded when absent. */
+  embedding?: number[] | null;
+}
+
+/** Runs query's compression stages on candidates from any engine. @throws {CondenseError} */
+export function compressResults(
+  candidates: Candidate[],
+  question: string,
+  options?: (QueryOptions & { embedder?: Embedder }) | null,
+): QueryResult;
+
 // ---------------------------------------------------------------------------- misc
 
 /** The package version (the crate's). */

@@ -81,3 +81,41 @@ fn errors_are_values_not_traps() {
     // And the module still works.
     assert!(apply_watermark_json("[]", &st, &opts).is_ok());
 }
+
+const RETRIEVAL_DOCS: &str = include_str!("fixtures/retrieval/docs.jsonl");
+const RETRIEVAL_QUERIES: &str = include_str!("fixtures/retrieval/queries.jsonl");
+
+/// A small real index in wasm: build, query, serialize, read back, remove. The rankings must be
+/// those of the native build (tests/parity/query.mjs compares them byte for byte).
+#[wasm_bindgen_test]
+fn retrieval_index_end_to_end() {
+    use condense::embed::Embedder;
+    use condense::retrieve::index::{Document, Index, IndexOptions};
+    use condense::retrieve::options::QueryOptions;
+
+    let docs: Vec<Document> = RETRIEVAL_DOCS
+        .lines()
+        .take(40)
+        .map(|l| condense::error::read_json(l, condense::ErrorKind::InvalidInput, "doc").unwrap())
+        .collect();
+    let e = Embedder::lexical();
+    let mut index = Index::new(&e, IndexOptions::default()).unwrap();
+    let mut phases = Vec::new();
+    index.add(&docs, &e, &mut |p| phases.push(p.phase)).unwrap();
+    assert!(phases.contains(&"embed"));
+    assert_eq!(index.len(), 40);
+    let bytes = index.serialize().unwrap();
+    let back = Index::deserialize(&bytes).unwrap();
+    for q in records(RETRIEVAL_QUERIES) {
+        let q = q["text"].as_str().unwrap();
+        let a = index.query(q, &QueryOptions::default(), &e).unwrap();
+        let b = back.query(q, &QueryOptions::default(), &e).unwrap();
+        assert_eq!(a, b);
+        assert!(a.results.iter().all(|r| (0.0..=1.0).contains(&r.score)));
+    }
+    assert_eq!(index.remove(&[docs[0].id.as_str()]).unwrap(), 1);
+    assert_eq!(
+        Index::deserialize(&bytes[..10]).err().map(|e| e.code()),
+        Some("invalid_index")
+    );
+}

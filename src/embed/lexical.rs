@@ -20,9 +20,12 @@
 //! L2-normalised, scaled by its weight, the groups are summed and the result L2-normalised. The
 //! empty text (no word) gives the zero vector, whose cosine with anything is 0.
 //!
+//! Features are summed in hash order (a `BTreeMap`), so the float sums, and so the vectors, are
+//! bit-identical on every run and platform.
+//!
 //! Changing any of this changes the vectors: indexes record [`LEXICAL_VERSION`].
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -72,7 +75,7 @@ pub fn embed_lexical(text: &str) -> [f32; DIMS] {
     if words.is_empty() {
         return out;
     }
-    let mut counts: HashMap<u64, u32> = HashMap::new();
+    let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
 
     // Word unigrams.
     for w in &words {
@@ -118,10 +121,10 @@ pub fn embed_lexical(text: &str) -> [f32; DIMS] {
 }
 
 /// Adds one feature group (sublinear tf, L2-normalised, weighted) to `out` and empties `counts`.
-fn add_group(out: &mut [f32; DIMS], counts: &mut HashMap<u64, u32>, weight: f32) {
+fn add_group(out: &mut [f32; DIMS], counts: &mut BTreeMap<u64, u32>, weight: f32) {
     let mut group = [0f32; DIMS];
     for (&h, &tf) in counts.iter() {
-        let value = 1.0 + (tf as f32).ln();
+        let value = 1.0 + libm::logf(tf as f32);
         let dim = (h % DIMS as u64) as usize;
         if h >> 63 == 1 {
             group[dim] -= value;

@@ -17,8 +17,11 @@
 //!   are about the same thing (fitted on the dev IR sets, see README).
 //!
 //! A result's evidence is the weighted mean of both sides (a side that did not retrieve the chunk
-//! contributes 0), and its score is that evidence capped by the score of the result ranked above
-//! it, so scores never increase down the list and `minScore` cuts a prefix-closed set.
+//! contributes 0). Evidence is noisy along the fused order; the scores are its isotonic
+//! (non-increasing, least-squares) fit in rank order, computed by pool-adjacent-violators: a
+//! result that looks better than the one above it shares their mean, so scores never increase
+//! down the list, `minScore` cuts a prefix of the ranking, and one weak result does not drag
+//! down everything after it (as a running minimum would).
 
 /// One ranked list to fuse: slots best first, and the list's weight.
 #[derive(Clone, Copy, Debug)]
@@ -134,22 +137,50 @@ pub struct Evidence {
 }
 
 /// Calibrated scores for results in fused order (see the [module docs](self)): the weighted
-/// mean of each result's evidence, capped by the previous result's score.
+/// mean of each result's evidence, fitted to a non-increasing sequence.
 pub fn calibrate(evidence: &[Evidence], lexical_weight: f32, dense_weight: f32) -> Vec<f32> {
-    let total = lexical_weight.max(0.0) + dense_weight.max(0.0);
-    let mut cap = 1.0f32;
-    evidence
+    let (wl, wd) = (lexical_weight.max(0.0), dense_weight.max(0.0));
+    let total = wl + wd;
+    let raw: Vec<f32> = evidence
         .iter()
         .map(|e| {
-            let raw = if total > 0.0 {
-                (lexical_weight.max(0.0) * e.lexical + dense_weight.max(0.0) * e.dense) / total
+            if total > 0.0 {
+                ((wl * e.lexical + wd * e.dense) / total).clamp(0.0, 1.0)
             } else {
                 0.0
-            };
-            cap = raw.clamp(0.0, 1.0).min(cap);
-            cap
+            }
         })
-        .collect()
+        .collect();
+    non_increasing_fit(&raw)
+}
+
+/// The least-squares non-increasing fit of `values` (pool-adjacent-violators, O(n)). Sums are
+/// kept in f64 and added in a fixed order, so the result is the same on every platform.
+pub fn non_increasing_fit(values: &[f32]) -> Vec<f32> {
+    // Blocks of pooled values: (sum, count).
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(values.len());
+    for &v in values {
+        blocks.push((f64::from(v), 1));
+        while blocks.len() >= 2 {
+            let (s1, n1) = blocks[blocks.len() - 1];
+            let (s0, n0) = blocks[blocks.len() - 2];
+            // Violation: the later block's mean exceeds the earlier one's.
+            if s1 * n0 as f64 > s0 * n1 as f64 {
+                blocks.pop();
+                if let Some(last) = blocks.last_mut() {
+                    *last = (s0 + s1, n0 + n1);
+                }
+            } else {
+                break;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(values.len());
+    for (sum, n) in blocks {
+        let mean = (sum / n as f64) as f32;
+        out.extend(std::iter::repeat_n(mean, n));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -255,10 +286,27 @@ mod tests {
             },
         ];
         let s = calibrate(&e, 1.0, 1.0);
-        assert!((s[0] - 0.3).abs() < 1e-6);
-        assert!((s[1] - 0.3).abs() < 1e-6, "capped by the result above");
+        // 0.3 then 1.0 violate the order: both become their mean.
+        assert!((s[0] - 0.65).abs() < 1e-6, "{s:?}");
+        assert!((s[1] - 0.65).abs() < 1e-6);
         assert!((s[2] - 0.05).abs() < 1e-6);
         assert_eq!(calibrate(&e, 0.0, 0.0), vec![0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn isotonic_fit_pools_violators_only() {
+        assert_eq!(
+            non_increasing_fit(&[0.9, 0.5, 0.7, 0.1]),
+            vec![0.9, 0.6, 0.6, 0.1]
+        );
+        assert_eq!(non_increasing_fit(&[0.9, 0.1, 0.8, 0.8, 0.8]).len(), 5);
+        let f = non_increasing_fit(&[0.9, 0.1, 0.8, 0.8, 0.8]);
+        assert!(f.windows(2).all(|w| w[0] >= w[1]), "{f:?}");
+        assert!(
+            (f[1] - 0.625).abs() < 1e-6,
+            "one weak result pools with what follows: {f:?}"
+        );
+        assert!(non_increasing_fit(&[]).is_empty());
     }
 
     #[test]

@@ -284,6 +284,14 @@ fn check_mixed_dims(list: &[Candidate], embedder: &Embedder) -> Result<(), Error
     Ok(())
 }
 
+/// Serialises an `f32` as the `f64` nearest its shortest decimal form (`0.4458292`, not
+/// `0.44582921266555786`): JSON and JS numbers are f64, and this keeps both builds' output
+/// identical and readable.
+fn f32_shortest<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+    let shortest: f64 = v.to_string().parse().unwrap_or(f64::from(*v));
+    s.serialize_f64(shortest)
+}
+
 /// One returned result. JSON keys are camelCase:
 /// `{chunkId, docId, path, headerPath, score, content, truncated}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -297,7 +305,9 @@ pub struct QueryResult {
     pub path: Option<String>,
     /// Section headers above it, outermost first.
     pub header_path: Vec<String>,
-    /// Its score in \[0, 1\], as given.
+    /// Its score in \[0, 1\], as given. Serialised as the shortest decimal that reads back
+    /// as this `f32`, so native JSON and JS numbers from wasm print the same digits.
+    #[serde(serialize_with = "f32_shortest")]
     pub score: f32,
     /// Its content, truncated for factual questions (then ending in `...`).
     pub content: String,

@@ -8,7 +8,7 @@ const read = (p) => readFileSync(new URL(p, root), 'utf8');
 const condense = await import(new URL('pkg/node.js', root).href);
 const {
   applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version,
-  CondenseError, ERROR_CODES,
+  CondenseError, ERROR_CODES, Index, query, compressResults, embed, lexicalEmbedder,
 } = condense;
 
 const jsonl = (p) => read(p).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
@@ -153,6 +153,11 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
     ['src/compress/options.rs', 'CompressOptions', 'CompressOptions'],
     ['src/compress/mod.rs', 'CompressStats', 'CompressStats'],
     ['src/message/validate.rs', 'ValidateOptions', 'ValidateOptions'],
+    ['src/retrieve/options.rs', 'QueryOptions', 'QueryOptions'],
+    ['src/retrieve/results.rs', 'QueryStats', 'QueryStats'],
+    ['src/retrieve/results.rs', 'QueryResult', 'SearchResult'],
+    ['src/retrieve/results.rs', 'QueryOutput', 'QueryResult'],
+    ['src/retrieve/mod.rs', 'Chunk', 'Chunk'],
   ];
   for (const [file, rust, ts] of pairs) {
     const r = rustKeys(file, rust);
@@ -162,4 +167,75 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
   // And the runtime agrees: every documented stat is present.
   const out = applyWatermark(sessions[0].messages);
   assert.deepEqual(Object.keys(out.stats).sort(), dtsKeys('WatermarkStats').sort());
+});
+
+const retrievalDocs = jsonl('tests/fixtures/retrieval/docs.jsonl');
+const retrievalQueries = jsonl('tests/fixtures/retrieval/queries.jsonl');
+
+test('Index: add with progress, query, get, remove, serialize round trip', () => {
+  const index = Index.create();
+  const seen = [];
+  const n = index.add(retrievalDocs.slice(0, 60), { onProgress: (p) => seen.push(p.phase) });
+  assert.equal(n, 60);
+  assert.equal(index.size, 60);
+  assert.ok(index.chunks >= 60);
+  assert.ok(seen.includes('chunk') && seen.includes('embed'), seen.join());
+  const q = retrievalQueries[0].text;
+  const out = query(index, q);
+  assert.ok(out.results.length > 0 && out.results.length <= 5);
+  assert.deepEqual(Object.keys(out.stats).sort(), dtsKeys('QueryStats').sort());
+  assert.deepEqual(Object.keys(out.results[0]).sort(), dtsKeys('SearchResult').sort());
+  assert.ok(out.text.startsWith('[1] '), out.text);
+  assert.ok(out.results.every((r, i) => i === 0 || r.score <= out.results[i - 1].score));
+  const s = out.stats;
+  assert.equal(s.candidates, s.returned + s.removedByMinScore + s.removedAsNearDuplicate
+    + s.removedAsSemanticDuplicate + s.removedByPerDocLimit + s.removedByTopN);
+
+  const doc = index.get(retrievalDocs[0]._id);
+  assert.equal(doc.id, retrievalDocs[0]._id);
+  assert.ok(doc.chunks[0].text.length > 0);
+  assert.equal(index.get('no such id'), undefined);
+
+  const bytes = index.serialize();
+  const back = Index.deserialize(bytes);
+  assert.deepEqual(back.query(q), out);
+  assert.equal(index.remove([retrievalDocs[0]._id, 'unknown']), 1);
+  assert.equal(index.size, 59);
+  index.free();
+  back.free();
+});
+
+test('Index: bad input is a typed error, and the index stays usable', () => {
+  const index = Index.create();
+  index.add([{ id: 'a', text: 'alpha beta gamma' }]);
+  throwsCode(() => index.add([{ id: 'b', text: 'x' }, { id: 'b', text: 'y' }]), 'invalid_input', 'documents[1].id');
+  throwsCode(() => index.add([{ id: 'c', text: 5 }]), 'invalid_input', 'documents[0].text');
+  throwsCode(() => index.add('nope'), 'invalid_input', 'documents');
+  throwsCode(() => index.query(''), 'invalid_input', 'question');
+  throwsCode(() => index.query('alpha', { topN: 0 }), 'invalid_options', 'options.topN');
+  throwsCode(() => index.query('alpha', { nope: 1 }), 'invalid_options');
+  throwsCode(() => Index.create({ bm25: { k1: -1 } }), 'invalid_options', 'options.bm25.k1');
+  throwsCode(() => Index.deserialize(new Uint8Array([1, 2, 3])), 'invalid_index');
+  throwsCode(() => index.add([{ id: 'big', text: 'a'.repeat(9 << 20) }]), 'too_large', 'documents[0].text');
+  assert.equal(index.size, 1);
+  assert.equal(index.query('alpha gamma').results[0].docId, 'a');
+  index.free();
+});
+
+test('compressResults and embed work on candidates from another engine', () => {
+  const [v1, v2] = embed(['rotate the api keys', 'rotate the api keys']);
+  assert.ok(v1 instanceof Float32Array && v1.length === 384);
+  assert.deepEqual(v1, v2);
+  assert.deepEqual(lexicalEmbedder().identity().kind, 'lexical');
+  const candidates = [
+    { id: 'k#0', docId: 'keys', path: 'docs/keys.md', headerPath: ['Keys', 'Rotation'], score: 0.9, text: 'Rotate keys with condense keys rotate. Old keys stop working after one hour.' },
+    { id: 'k#1', docId: 'keys', score: 0.85, text: 'Rotate keys with condense keys rotate. Old keys stop working after one hour.' },
+    { id: 'n#0', docId: 'noise', score: 0.1, text: 'Unrelated text about bread.' },
+  ];
+  const out = compressResults(candidates, 'how do I rotate keys?', {});
+  assert.equal(out.results.length, 1);
+  assert.equal(out.stats.removedByMinScore, 1);
+  assert.equal(out.stats.removedAsNearDuplicate, 1);
+  assert.ok(out.text.startsWith('[1] docs/keys.md § Keys > Rotation (0.90)'), out.text);
+  throwsCode(() => compressResults([{ docId: 'x', score: 2, text: 't' }], 'q'), 'invalid_input');
 });

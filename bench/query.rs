@@ -1,0 +1,255 @@
+//! Retrieval at scale, natively (DESIGN.md section 8): index build rate, HNSW recall against the
+//! exact scan, and query latency at 1k, 10k and 100k chunks.
+//!
+//! ```text
+//! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]
+//! ```
+//!
+//! Two parts, each printed as a table:
+//!
+//! 1. **Vector side**: synthetic unit vectors shaped like sentence embeddings (random mixtures of
+//!    a few hundred cluster centres plus noise, deterministic), pushed into a [`VectorStore`] with
+//!    the default parameters: build rate (vectors/s, graphs included), recall@10 of the store's
+//!    search against an exact scan, and search p50/p95.
+//! 2. **Whole query**: an [`Index`] over synthetic chunks (sentences of the dev IR corpora
+//!    recombined, deterministic) with the lexical embedder, and `query()` p50/p95 with default
+//!    options, query embedding included. With `--features embed` and the model files, MiniLM's
+//!    query embedding time is measured too (its vectors have the same shape, so the search part
+//!    costs the same: a MiniLM query costs the whole-query time minus the lexical embedding
+//!    plus this).
+//!
+//! Numbers go to stdout and `bench/out/query.json`.
+
+use std::time::Instant;
+
+use condense::embed::Embedder;
+use condense::retrieve::index::{Document, Index, IndexOptions};
+use condense::retrieve::options::QueryOptions;
+use condense::retrieve::vector::{dot, VectorParams, VectorStore};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() % 20001) as f32 / 10000.0 - 1.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn normalize(v: &mut [f32]) {
+    let n = dot(v, v).sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// Vectors like sentence embeddings: a mixture of 1–3 of `centres` cluster centres plus noise.
+fn synthetic_vectors(n: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut rng = Rng(seed | 1);
+    let centres: Vec<Vec<f32>> = (0..400)
+        .map(|_| {
+            let mut v: Vec<f32> = (0..384).map(|_| rng.unit()).collect();
+            normalize(&mut v);
+            v
+        })
+        .collect();
+    (0..n)
+        .map(|_| {
+            let mut v = vec![0f32; 384];
+            for _ in 0..1 + rng.below(3) {
+                let c = &centres[rng.below(centres.len())];
+                let w = 0.5 + rng.unit().abs();
+                v.iter_mut().zip(c).for_each(|(x, y)| *x += w * y);
+            }
+            v.iter_mut().for_each(|x| *x += 0.35 * rng.unit());
+            normalize(&mut v);
+            v
+        })
+        .collect()
+}
+
+fn percentile(ms: &mut [f64], p: f64) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    let i = ((ms.len() as f64 - 1.0) * p).round() as usize;
+    ms.get(i).copied().unwrap_or(f64::NAN)
+}
+
+fn sentences() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for set in ["cisi", "med"] {
+        let path = root
+            .join("../shared/data/ir")
+            .join(set)
+            .join("corpus.jsonl");
+        let fallback = root.join("tests/fixtures/retrieval/docs.jsonl");
+        let text = std::fs::read_to_string(&path)
+            .or_else(|_| std::fs::read_to_string(&fallback))
+            .unwrap_or_default();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+            let body = v["text"].as_str().unwrap_or("");
+            out.extend(
+                body.split(". ")
+                    .filter(|s| s.len() > 30)
+                    .map(|s| format!("{}.", s.trim_end_matches('.'))),
+            );
+        }
+    }
+    out
+}
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let sizes: Vec<usize> = arg("--sizes")
+        .unwrap_or_else(|| "1000,10000,100000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let nq: usize = arg("--queries").and_then(|s| s.parse().ok()).unwrap_or(200);
+    let mut json = serde_json::Map::new();
+
+    println!("## Vector side (synthetic 384-d unit vectors, default VectorParams)\n");
+    println!(
+        "| vectors | graphs | build vectors/s | recall@10 vs exact | search p50 ms | p95 ms |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut vector_rows = Vec::new();
+    for &n in &sizes {
+        let vs = synthetic_vectors(n, 7);
+        let queries = synthetic_vectors(nq, 99);
+        let refs: Vec<&[f32]> = vs.iter().map(|v| v.as_slice()).collect();
+        let mut store = match VectorStore::new(384, VectorParams::default()) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let t = Instant::now();
+        if let Err(e) = store.push(&refs, &mut |_, _| {}) {
+            panic!("{e}");
+        }
+        let build = t.elapsed().as_secs_f64();
+        let mut hits = 0usize;
+        let mut ms = Vec::new();
+        for q in &queries {
+            let t = Instant::now();
+            let got = store.search(q, 10, &|vid| Some(vid));
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let mut exact: Vec<(f32, u32)> = vs
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (dot(q, v), i as u32))
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let truth: std::collections::BTreeSet<u32> =
+                exact.iter().take(10).map(|e| e.1).collect();
+            hits += got.iter().filter(|g| truth.contains(&g.0)).count();
+        }
+        let recall = hits as f64 / (10 * queries.len()) as f64;
+        let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
+        println!(
+            "| {n} | {} | {:.0} | {recall:.4} | {p50:.3} | {p95:.3} |",
+            store.graphs(),
+            n as f64 / build
+        );
+        vector_rows.push(serde_json::json!({"vectors": n, "graphs": store.graphs(), "buildPerSec": n as f64 / build, "recall10": recall, "p50": p50, "p95": p95}));
+    }
+    json.insert("vectors".into(), vector_rows.into());
+
+    println!("\n## Whole query() (synthetic chunks from the dev corpora, lexical embedder, default options)\n");
+    println!("| chunks | build s | chunks/s | serialized bytes/chunk | deserialize ms | query p50 ms | p95 ms |");
+    println!("|---|---|---|---|---|---|---|");
+    let pool = sentences();
+    let e = Embedder::lexical();
+    let mut query_rows = Vec::new();
+    for &n in &sizes {
+        let mut rng = Rng(42);
+        // One chunk-sized document (4–8 sentences, ~800 characters) per chunk.
+        let docs: Vec<Document> = (0..n)
+            .map(|i| {
+                let k = 4 + rng.below(5);
+                let text: Vec<&str> = (0..k)
+                    .map(|_| pool[rng.below(pool.len())].as_str())
+                    .collect();
+                Document::new(format!("d{i}"), text.join(" "))
+            })
+            .collect();
+        let mut index = match Index::new(&e, IndexOptions::default()) {
+            Ok(i) => i,
+            Err(err) => panic!("{err}"),
+        };
+        let t = Instant::now();
+        if let Err(err) = index.add(&docs, &e, &mut |_| {}) {
+            panic!("{err}");
+        }
+        let build = t.elapsed().as_secs_f64();
+        let bytes = index.serialize().unwrap_or_default();
+        let t = Instant::now();
+        let back = Index::deserialize(&bytes);
+        let deser = t.elapsed().as_secs_f64() * 1e3;
+        drop(back);
+        let options = QueryOptions::default();
+        let mut ms = Vec::new();
+        for i in 0..nq {
+            let q = &pool[(i * 7919) % pool.len()];
+            let q: String = q.split(' ').take(8).collect::<Vec<_>>().join(" ");
+            let t = Instant::now();
+            let out = index.query(&q, &options, &e);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            assert!(out.is_ok());
+        }
+        let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
+        println!(
+            "| {} | {build:.1} | {:.0} | {:.0} | {deser:.1} | {p50:.3} | {p95:.3} |",
+            index.chunks(),
+            index.chunks() as f64 / build,
+            bytes.len() as f64 / index.chunks().max(1) as f64
+        );
+        query_rows.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "bytesPerChunk": bytes.len() as f64 / index.chunks().max(1) as f64, "deserializeMs": deser, "p50": p50, "p95": p95}));
+    }
+    json.insert("query".into(), query_rows.into());
+
+    #[cfg(feature = "embed")]
+    {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let model = std::fs::read(dir.join("model.onnx"));
+        let tok = std::fs::read(dir.join("tokenizer.json"));
+        if let (Ok(m), Ok(t)) = (model, tok) {
+            if let Ok(minilm) = Embedder::from_bytes(&m, &t) {
+                let mut ms = Vec::new();
+                for i in 0..nq.min(100) {
+                    let q = &pool[(i * 7919) % pool.len()];
+                    let q: String = q.split(' ').take(12).collect::<Vec<_>>().join(" ");
+                    let t = Instant::now();
+                    let _ = minilm.embed_one(&q);
+                    ms.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
+                println!("\nMiniLM query embedding (12 words): p50 {p50:.2} ms, p95 {p95:.2} ms");
+                json.insert(
+                    "minilmQueryEmbed".into(),
+                    serde_json::json!({"p50": p50, "p95": p95}),
+                );
+            }
+        }
+    }
+
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/out");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(
+        out.join("query.json"),
+        serde_json::Value::Object(json).to_string(),
+    );
+}
