@@ -460,8 +460,8 @@ export interface QueryOptions {
   format?: 'compact' | 'verbose' | 'json';
   /** query only: weight of the BM25 list in the fusion. Default 1. */
   lexicalWeight?: number;
-  /** query only: weight of the embedding list in the fusion. Default 1. */
-  denseWeight?: number;
+  /** query only: weight of the embedding list in the fusion. Default 1 with MiniLM, 0 with the lexical embedder. */
+  denseWeight?: number | null;
   /** query only: the RRF constant k. Default 60. */
   rrfK?: number;
   /** query only: hits of each list that are fused (1–10000). Default 1000. */

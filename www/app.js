@@ -1,6 +1,6 @@
 // The demo page: loads the web build of the package (pkg/browser.js, served from the repo root)
 // and runs applyWatermark / compress on a pasted or bundled conversation.
-import { applyWatermarkJson, compressJson, validate, version, CondenseError } from '../pkg/browser.js';
+import { applyWatermarkJson, compressJson, validate, version, CondenseError, Index, query } from '../pkg/browser.js';
 
 const $ = (id) => document.getElementById(id);
 const num = (n) => Number(n).toLocaleString('en-US');
@@ -55,7 +55,68 @@ function run(kind) {
 $('run-watermark').onclick = () => run('watermark');
 $('run-compress').onclick = () => run('compress');
 
-// ?sample=agent|chat&run=watermark|compress, for screenshots and end-to-end tests.
+// ---------------------------------------------------------------- search
+// The document set: this repository's own docs, served beside the page.
+const DOCS = ['README.md', 'ARCHITECTURE.md', 'CHANGELOG.md', 'pkg-template/README.md'];
+let index = null;
+
+async function buildIndex() {
+  $('index-status').textContent = 'fetching…';
+  const docs = [];
+  for (const path of DOCS) {
+    const res = await fetch(`../${path}`);
+    if (res.ok) docs.push({ id: path, path, text: await res.text() });
+  }
+  index?.free();
+  index = Index.create();
+  const t = performance.now();
+  // Add one document at a time so the progress bar moves between them.
+  let done = 0;
+  for (const doc of docs) {
+    index.add([doc], { onProgress: (p) => { $('index-status').textContent = `${doc.path}: ${p.phase} ${p.done}/${p.total}`; } });
+    done++;
+    $('index-progress').value = done / docs.length;
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  $('index-status').textContent = `${index.size} documents, ${index.chunks} chunks in ${(performance.now() - t).toFixed(0)} ms`;
+  $('run-query').disabled = false;
+}
+
+function runQuery() {
+  try {
+    const t = performance.now();
+    const out = query(index, $('question').value, JSON.parse($('query-options').value || '{}'));
+    const ms = performance.now() - t;
+    $('search-result').hidden = false;
+    $('search-text').textContent = out.text || '(no result above minScore)';
+    const s = out.stats;
+    table($('search-stats'), [
+      ['stage', 'left', 'removed'],
+      ['candidates', s.candidates, ''],
+      ['minScore', s.afterMinScore, s.removedByMinScore],
+      ['n-gram near-duplicates', s.afterNgramDedup, s.removedAsNearDuplicate],
+      ['semantic dedup', s.afterSemanticDedup, s.removedAsSemanticDuplicate],
+      ['maxChunksPerDoc', s.afterPerDocLimit, s.removedByPerDocLimit],
+      ['topN', s.returned, s.removedByTopN],
+      ['truncated', s.truncated, ''],
+      ['est. tokens', `${num(s.tokensBefore)} → ${num(s.tokensAfter)}`, `${s.reductionPercent}%`],
+      ['query kind', out.queryKind, `${ms.toFixed(1)} ms`],
+    ]);
+  } catch (e) {
+    $('search-result').hidden = true;
+    $('index-status').innerHTML = `<span class="bad">${e instanceof CondenseError ? `${e.code} at ${e.path || '(input)'}: ${e.reason}` : e.message}</span>`;
+  }
+}
+$('build-index').onclick = () => buildIndex();
+$('run-query').onclick = () => runQuery();
+
+// ?sample=agent|chat&run=watermark|compress, ?search=question, for screenshots and end-to-end tests.
+if (new URLSearchParams(location.search).get('search')) {
+  $('question').value = new URLSearchParams(location.search).get('search');
+  await buildIndex();
+  runQuery();
+}
+
 const params = new URLSearchParams(location.search);
 if (params.get('sample')) {
   await load(params.get('sample') === 'chat' ? 'chat' : 'agent-session');

@@ -210,19 +210,15 @@ impl Bm25 {
     /// The score an ideal slot would reach for the query: one containing every query term
     /// that occurs in the index, with saturated frequency (`Σ idf(t) · (k1 + 1)`). No slot
     /// scores above it, so `score / ideal_score` is an absolute match strength in [0, 1].
-    /// Terms absent from the index count as if they occurred once (a query about something the
-    /// index lacks should not look well matched); 0 for an empty index or query.
+    /// Terms absent from the index are left out (no slot can match them, and a question's
+    /// filler words such as "met" should not make a perfect match look partial); 0 for an empty
+    /// index or a query without indexed terms.
     pub fn ideal_score(&self, query_terms: &[String]) -> f32 {
-        if self.lengths.is_empty() {
-            return 0.0;
-        }
         let k1 = self.params.k1;
         query_terms
             .iter()
-            .map(|t| {
-                let df = self.postings.get(t.as_str()).map_or(1, Vec::len);
-                self.idf(df) * (k1 + 1.0)
-            })
+            .filter_map(|t| self.postings.get(t.as_str()))
+            .map(|list| self.idf(list.len()) * (k1 + 1.0))
             .sum()
     }
 

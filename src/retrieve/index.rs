@@ -532,7 +532,10 @@ impl Index {
         }
         let k = options.candidates;
         let lexical_weight = options.lexical_weight as f32;
-        let dense_weight = options.dense_weight as f32;
+        let dense_weight = options.dense_weight.unwrap_or(match self.identity.kind {
+            EmbedderKind::MiniLm => 1.0,
+            EmbedderKind::Lexical => 0.0,
+        }) as f32;
         let analyzer = match &self.derived.analyzer {
             Some(a) => a.clone(),
             None => Analyzer::new(self.options.analyzer),

@@ -79,8 +79,11 @@ pub struct QueryOptions {
     pub format: ResultFormat,
     /// `query` only: weight of the BM25 list in the fusion (≥ 0). Default 1.
     pub lexical_weight: f64,
-    /// `query` only: weight of the embedding list in the fusion (≥ 0). Default 1.
-    pub dense_weight: f64,
+    /// `query` only: weight of the embedding list in the fusion (≥ 0). Default (`None`): 1 for
+    /// a model embedder (MiniLM), 0 for the lexical embedder, whose hashed n-gram vectors only
+    /// repeat what BM25 already knows (fused with weight 0.1–0.5 they lowered nDCG@10 on MED by
+    /// .008–.035; see README). `null` in JSON means the default.
+    pub dense_weight: Option<f64>,
     /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1). Default 60.
     pub rrf_k: f64,
     /// `query` only: how many hits of each list are fused (1–10000). Default 1000 (fusing
@@ -105,7 +108,7 @@ impl Default for QueryOptions {
             truncate_chars: 200,
             format: ResultFormat::Compact,
             lexical_weight: 1.0,
-            dense_weight: 1.0,
+            dense_weight: None,
             rrf_k: 60.0,
             candidates: 1000,
             query_kind: None,
@@ -175,7 +178,7 @@ impl QueryOptions {
         }
         for (value, field) in [
             (self.lexical_weight, "lexicalWeight"),
-            (self.dense_weight, "denseWeight"),
+            (self.dense_weight.unwrap_or(0.0), "denseWeight"),
         ] {
             if !(value >= 0.0 && value.is_finite()) {
                 return Err(invalid(field, "must be a finite number of at least 0"));

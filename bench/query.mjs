@@ -1,0 +1,84 @@
+// query() latency, native and wasm side by side in one run (DESIGN.md section 8).
+//
+// The same synthetic corpus (chunk-sized documents of sentences recombined from the dev IR
+// corpora, deterministic) is indexed by the native CLI and by the npm package in Node, both with
+// the lexical embedder (the model's vectors have the same shape, so search costs the same); the
+// same questions are then timed: the CLI reports each line's in-process time (`ms`), Node times
+// `query()` around the call. Query embedding is included on both sides.
+//
+//   node bench/query.mjs [--sizes 1000,10000] [--queries 200]    (after scripts/build-pkg and
+//                                                                  cargo build --release)
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Index, query } from '../pkg/node.js';
+
+const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
+const sizes = arg('--sizes', '1000,10000').split(',').map(Number);
+const nq = Number(arg('--queries', '200'));
+const here = (p) => new URL(p, import.meta.url).pathname;
+const cli = process.env.CARGO_TARGET_DIR ? `${process.env.CARGO_TARGET_DIR}/release/condense` : here('../target/release/condense');
+
+// Sentences of the dev corpora (the committed fixture when ../shared is absent).
+const sources = ['../../shared/data/ir/cisi/corpus.jsonl', '../../shared/data/ir/med/corpus.jsonl'].map(here).filter(existsSync);
+if (sources.length === 0) sources.push(here('../tests/fixtures/retrieval/docs.jsonl'));
+const pool = [];
+for (const f of sources) {
+  for (const line of readFileSync(f, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    for (const s of JSON.parse(line).text.split('. ')) if (s.length > 30) pool.push(`${s.replace(/\.$/, '')}.`);
+  }
+}
+let seed = 42n;
+const next = () => { seed ^= (seed << 13n) & 0xffffffffffffffffn; seed ^= seed >> 7n; seed ^= (seed << 17n) & 0xffffffffffffffffn; return Number(seed % 1000003n); };
+
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.round((s.length - 1) * p)]; };
+const out = here('out/');
+mkdirSync(out, { recursive: true });
+const rows = [];
+for (const n of sizes) {
+  const docs = [];
+  for (let i = 0; i < n; i++) {
+    const k = 4 + (next() % 5);
+    docs.push({ id: `d${i}`, text: Array.from({ length: k }, () => pool[next() % pool.length]).join(' ') });
+  }
+  const questions = Array.from({ length: nq }, (_, i) => pool[(i * 7919) % pool.length].split(' ').slice(0, 8).join(' '));
+  const docsFile = `${out}query-docs-${n}.jsonl`;
+  writeFileSync(docsFile, docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
+
+  // Native.
+  let t = performance.now();
+  execFileSync(cli, ['index', '--docs', docsFile, '--out', `${out}query-${n}.bin`, '--lexical']);
+  const nativeBuild = performance.now() - t;
+  const lines = execFileSync(cli, ['query', '--index', `${out}query-${n}.bin`], {
+    input: questions.map((q, i) => JSON.stringify({ id: i, text: q })).join('\n') + '\n', maxBuffer: 1 << 30,
+  }).toString().trimEnd().split('\n').map((l) => JSON.parse(l));
+  const nativeMs = lines.map((l) => l.ms);
+
+  // wasm in Node.
+  const index = Index.create();
+  t = performance.now();
+  index.add(docs);
+  const wasmBuild = performance.now() - t;
+  const bytes = index.serialize();
+  t = performance.now();
+  Index.deserialize(bytes).free();
+  const deser = performance.now() - t;
+  const wasmMs = [];
+  for (const q of questions) {
+    t = performance.now();
+    query(index, q);
+    wasmMs.push(performance.now() - t);
+  }
+  rows.push({
+    chunks: index.chunks, nativeBuildS: nativeBuild / 1000, wasmBuildS: wasmBuild / 1000,
+    bytesPerChunk: bytes.length / index.chunks, wasmDeserializeMs: deser,
+    nativeP50: pct(nativeMs, 0.5), nativeP95: pct(nativeMs, 0.95), wasmP50: pct(wasmMs, 0.5), wasmP95: pct(wasmMs, 0.95),
+  });
+  index.free();
+}
+console.log(`| chunks | build native s | build wasm s | bytes/chunk | deserialize wasm ms | query p50 native ms | p95 | query p50 wasm ms | p95 | wasm/native p50 |`);
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  console.log(`| ${r.chunks} | ${r.nativeBuildS.toFixed(1)} | ${r.wasmBuildS.toFixed(1)} | ${r.bytesPerChunk.toFixed(0)} | ${r.wasmDeserializeMs.toFixed(1)} | ${r.nativeP50.toFixed(2)} | ${r.nativeP95.toFixed(2)} | ${r.wasmP50.toFixed(2)} | ${r.wasmP95.toFixed(2)} | ${(r.wasmP50 / r.nativeP50).toFixed(2)}x |`);
+}
+writeFileSync(`${out}query-latency.json`, JSON.stringify({ node: process.version, queries: nq, rows }, null, 1));
