@@ -9,9 +9,11 @@
 //! is still rank 1), and per-query min-max normalisation would make every query's best result
 //! score 1. So the score of a result is calibrated from the evidence itself, on absolute scales:
 //!
-//! - lexical: `bm25 / bm25_max(query)`, where `bm25_max` is the score of an ideal chunk that
-//!   contains every query term with saturated frequency (`Σ idf(t)·(k1+1)`): the share of the
-//!   query's term weight the chunk matches, in [0, 1];
+//! - lexical: `bm25 / (0.5 · bm25_max(query))`, clamped to [0, 1], where `bm25_max` is the
+//!   score of an ideal chunk that contains every query term with saturated frequency
+//!   (`Σ idf(t)·(k1+1)`, terms absent from the index included): the share of the question's
+//!   term weight the chunk matches, full at one half
+//!   ([`LEXICAL_SATURATION`](super::index::LEXICAL_SATURATION));
 //! - dense: `(cos − lo) / (hi − lo)` clamped to [0, 1], with `lo`/`hi` per embedder family
 //!   ([`DenseScale`]): the cosine below which texts are unrelated and the one above which they
 //!   are about the same thing (fitted on the dev IR sets, see README).

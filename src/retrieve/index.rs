@@ -37,6 +37,13 @@ pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
 /// [`Index::candidates`]); `topN` is at most 100, so 200 leaves room for every dedup stage.
 pub const MAX_COMPRESSED_CANDIDATES: usize = 200;
 
+/// The share of a question's ideal BM25 score at which lexical evidence is full (1.0). Matching
+/// half of what the question says, weighted by idf, is as good as lexical matching gets in
+/// practice: on the dev IR sets the best chunk of an in-domain question reaches a median of
+/// 0.21 (CISI) and 0.33 (MED) of the ideal, the best chunk of a question from the other set
+/// 0.09–0.10 (90th percentile 0.17–0.21). With this factor, 0.3 falls between the two.
+pub const LEXICAL_SATURATION: f32 = 0.5;
+
 /// The serialised format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -603,7 +610,7 @@ impl Index {
             .iter()
             .map(|(slot, _)| Evidence {
                 lexical: match lex_score.get(slot) {
-                    Some(&s) if ideal > 0.0 => (s / ideal).clamp(0.0, 1.0),
+                    Some(&s) if ideal > 0.0 => (s / (ideal * LEXICAL_SATURATION)).clamp(0.0, 1.0),
                     _ => 0.0,
                 },
                 dense: dense_score.get(slot).map_or(0.0, |&c| scale.evidence(c)),
