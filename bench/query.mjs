@@ -6,11 +6,17 @@
 // same questions are then timed: the CLI reports each line's in-process time (`ms`), Node times
 // `query()` around the call. Query embedding is included on both sides.
 //
+// The JS peer, Orama (npm `@orama/orama`, BM25 + vectors, `mode: 'hybrid'`), gets the same
+// documents with the same vectors (condense's lexical embedder) and the same questions, each
+// embedded inside the timed call like condense's; it returns the top 5 without compression.
+// `npm ci` in bench/ installs it (scripts/setup does).
+//
 //   node bench/query.mjs [--sizes 1000,10000] [--queries 200]    (after scripts/build-pkg and
 //                                                                  cargo build --release)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Index, query } from '../pkg/node.js';
+import { Index, query, embed } from '../pkg/node.js';
+import { create, insertMultiple, search } from '@orama/orama';
 
 const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
 const sizes = arg('--sizes', '1000,10000').split(',').map(Number);
@@ -69,16 +75,30 @@ for (const n of sizes) {
     query(index, q);
     wasmMs.push(performance.now() - t);
   }
+  // The peer: Orama, hybrid BM25 + vectors, same vectors.
+  const vectors = embed(docs.map((d) => d.text));
+  const db = create({ schema: { id: 'string', text: 'string', embedding: 'vector[384]' } });
+  t = performance.now();
+  await insertMultiple(db, docs.map((d, i) => ({ id: d.id, text: d.text, embedding: Array.from(vectors[i]) })), 500);
+  const oramaBuild = performance.now() - t;
+  const oramaMs = [];
+  for (const q of questions) {
+    t = performance.now();
+    const [qv] = embed([q]);
+    await search(db, { term: q, mode: 'hybrid', vector: { value: Array.from(qv), property: 'embedding' }, similarity: 0.1, limit: 5 });
+    oramaMs.push(performance.now() - t);
+  }
   rows.push({
+    oramaBuildS: oramaBuild / 1000, oramaP50: pct(oramaMs, 0.5), oramaP95: pct(oramaMs, 0.95),
     chunks: index.chunks, nativeBuildS: nativeBuild / 1000, wasmBuildS: wasmBuild / 1000,
     bytesPerChunk: bytes.length / index.chunks, wasmDeserializeMs: deser,
     nativeP50: pct(nativeMs, 0.5), nativeP95: pct(nativeMs, 0.95), wasmP50: pct(wasmMs, 0.5), wasmP95: pct(wasmMs, 0.95),
   });
   index.free();
 }
-console.log(`| chunks | build native s | build wasm s | bytes/chunk | deserialize wasm ms | query p50 native ms | p95 | query p50 wasm ms | p95 | wasm/native p50 |`);
+console.log(`| chunks | build native s | build wasm s | build Orama s | bytes/chunk | deserialize wasm ms | query p50/p95 native ms | wasm ms | Orama ms | wasm/native p50 |`);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
-  console.log(`| ${r.chunks} | ${r.nativeBuildS.toFixed(1)} | ${r.wasmBuildS.toFixed(1)} | ${r.bytesPerChunk.toFixed(0)} | ${r.wasmDeserializeMs.toFixed(1)} | ${r.nativeP50.toFixed(2)} | ${r.nativeP95.toFixed(2)} | ${r.wasmP50.toFixed(2)} | ${r.wasmP95.toFixed(2)} | ${(r.wasmP50 / r.nativeP50).toFixed(2)}x |`);
+  console.log(`| ${r.chunks} | ${r.nativeBuildS.toFixed(1)} | ${r.wasmBuildS.toFixed(1)} | ${r.oramaBuildS.toFixed(1)} | ${r.bytesPerChunk.toFixed(0)} | ${r.wasmDeserializeMs.toFixed(1)} | ${r.nativeP50.toFixed(2)} / ${r.nativeP95.toFixed(2)} | ${r.wasmP50.toFixed(2)} / ${r.wasmP95.toFixed(2)} | ${r.oramaP50.toFixed(2)} / ${r.oramaP95.toFixed(2)} | ${(r.wasmP50 / r.nativeP50).toFixed(2)}x |`);
 }
 writeFileSync(`${out}query-latency.json`, JSON.stringify({ node: process.version, queries: nq, rows }, null, 1));

@@ -580,14 +580,41 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
     if !options.ngram_dedup_enabled() {
         return items;
     }
-    let mut kept: Vec<(&Candidate, Vec<u64>)> = Vec::with_capacity(items.len());
+    // An inverted index of the kept results' shingles: a candidate is compared only with the
+    // kept results it shares a shingle with, and the intersection sizes come from the postings
+    // (the same Jaccard values as `jaccard`, without a merge per pair). Lookups only: the
+    // iteration order of the map never reaches the output.
+    let mut postings: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    let mut kept: Vec<(&Candidate, usize)> = Vec::with_capacity(items.len());
+    let mut common: Vec<usize> = Vec::new();
     for c in items {
         let s = shingles(&c.content, options.ngram_size);
-        if !kept
-            .iter()
-            .any(|(_, k)| jaccard(&s, k) >= options.ngram_threshold)
-        {
-            kept.push((c, s));
+        common.clear();
+        common.resize(kept.len(), 0);
+        for h in &s {
+            if let Some(list) = postings.get(h) {
+                for &k in list {
+                    if let Some(n) = common.get_mut(k) {
+                        *n += 1;
+                    }
+                }
+            }
+        }
+        let duplicate = kept.iter().zip(&common).any(|((_, len), &both)| {
+            let union = s.len() + len - both;
+            let j = if union == 0 {
+                0.0
+            } else {
+                both as f64 / union as f64
+            };
+            j >= options.ngram_threshold
+        });
+        if !duplicate {
+            let k = kept.len();
+            for &h in &s {
+                postings.entry(h).or_default().push(k);
+            }
+            kept.push((c, s.len()));
         }
     }
     kept.into_iter().map(|(c, _)| c).collect()
