@@ -4,7 +4,8 @@
 // corpora, deterministic) is indexed by the native CLI and by the npm package in Node, both with
 // the lexical embedder (the model's vectors have the same shape, so search costs the same); the
 // same questions are then timed: the CLI reports each line's in-process time (`ms`), Node times
-// `query()` around the call. Query embedding is included on both sides.
+// `query()` around the call. Query embedding is included on both sides, and the vector side
+// runs (`denseWeight: 1`; the lexical embedder's default is 0).
 //
 // The JS peer, Orama (npm `@orama/orama`, BM25 + vectors, `mode: 'hybrid'`), gets the same
 // documents with the same vectors (condense's lexical embedder) and the same questions, each
@@ -55,7 +56,7 @@ for (const n of sizes) {
   let t = performance.now();
   execFileSync(cli, ['index', '--docs', docsFile, '--out', `${out}query-${n}.bin`, '--lexical']);
   const nativeBuild = performance.now() - t;
-  const lines = execFileSync(cli, ['query', '--index', `${out}query-${n}.bin`], {
+  const lines = execFileSync(cli, ['query', '--index', `${out}query-${n}.bin`, '--options', '{"denseWeight":1}'], {
     input: questions.map((q, i) => JSON.stringify({ id: i, text: q })).join('\n') + '\n', maxBuffer: 1 << 30,
   }).toString().trimEnd().split('\n').map((l) => JSON.parse(l));
   const nativeMs = lines.map((l) => l.ms);
@@ -72,7 +73,7 @@ for (const n of sizes) {
   const wasmMs = [];
   for (const q of questions) {
     t = performance.now();
-    query(index, q);
+    query(index, q, { denseWeight: 1 });
     wasmMs.push(performance.now() - t);
   }
   // The peer: Orama, hybrid BM25 + vectors, same vectors.

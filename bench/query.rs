@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]
+//!     [--segment N --efc N --efs N --heuristic on|off] [--vectors-only 1]   (to tune the graphs)
 //! ```
 //!
 //! Two parts, each printed as a table:
@@ -132,7 +133,20 @@ fn main() {
         let vs = synthetic_vectors(n, 7);
         let queries = synthetic_vectors(nq, 99);
         let refs: Vec<&[f32]> = vs.iter().map(|v| v.as_slice()).collect();
-        let mut store = match VectorStore::new(384, VectorParams::default()) {
+        let d = VectorParams::default();
+        let params = VectorParams {
+            segment_size: arg("--segment")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d.segment_size),
+            ef_construction: arg("--efc")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d.ef_construction),
+            ef_search: arg("--efs")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d.ef_search),
+            heuristic: arg("--heuristic").map_or(d.heuristic, |v| v == "on"),
+        };
+        let mut store = match VectorStore::new(384, params) {
             Ok(s) => s,
             Err(e) => panic!("{e}"),
         };
@@ -168,6 +182,9 @@ fn main() {
     }
     json.insert("vectors".into(), vector_rows.into());
 
+    if arg("--vectors-only").is_some() {
+        return;
+    }
     println!("\n## Whole query() (synthetic chunks from the dev corpora, lexical embedder, default options)\n");
     println!("| chunks | build s | chunks/s | serialized bytes/chunk | deserialize ms | query p50 ms | p95 ms |");
     println!("|---|---|---|---|---|---|---|");
@@ -200,7 +217,12 @@ fn main() {
         let back = Index::deserialize(&bytes);
         let deser = t.elapsed().as_secs_f64() * 1e3;
         drop(back);
-        let options = QueryOptions::default();
+        // The vector side always runs (the lexical embedder's default dense weight is 0), so
+        // the timing includes what a MiniLM query's search costs.
+        let options = QueryOptions {
+            dense_weight: Some(1.0),
+            ..QueryOptions::default()
+        };
         let mut ms = Vec::new();
         for i in 0..nq {
             let q = &pool[(i * 7919) % pool.len()];

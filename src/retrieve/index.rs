@@ -34,8 +34,17 @@ use crate::{Error, ErrorKind};
 pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
 
 /// At most this many fused candidates go on to result compression (and to
-/// [`Index::candidates`]); `topN` is at most 100, so 200 leaves room for every dedup stage.
+/// [`Index::candidates`]): ten per requested result (`topN`), at least 50 and at most 200,
+/// which leaves room for every dedup and per-document stage while keeping the compression
+/// stages (shingles, semantic dedup, token counts) off the long tail of the ranking.
 pub const MAX_COMPRESSED_CANDIDATES: usize = 200;
+
+/// How many fused candidates go on to result compression for `top_n` results.
+pub fn compression_pool(top_n: usize) -> usize {
+    top_n
+        .saturating_mul(10)
+        .clamp(50, MAX_COMPRESSED_CANDIDATES)
+}
 
 /// The share of a question's ideal BM25 score at which lexical evidence is full (1.0). Matching
 /// half of what the question says, weighted by idf, is as good as lexical matching gets in
@@ -598,7 +607,7 @@ impl Index {
             options.rrf_k as f32,
             &doc_of,
         );
-        fused.truncate(k.min(MAX_COMPRESSED_CANDIDATES));
+        fused.truncate(k.min(compression_pool(options.top_n)));
 
         let lex_score: BTreeMap<u32, f32> = lexical.into_iter().collect();
         let dense_score: BTreeMap<u32, f32> = dense.into_iter().collect();

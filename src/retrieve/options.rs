@@ -88,7 +88,7 @@ pub struct QueryOptions {
     pub rrf_k: f64,
     /// `query` only: how many hits of each list are fused (1–10000). Default 1000 (fusing
     /// deeper lists raised nDCG@10 and R@100 on the dev IR sets; the fused list handed to result
-    /// compression is cut at [`MAX_COMPRESSED_CANDIDATES`](super::index::MAX_COMPRESSED_CANDIDATES)).
+    /// compression is cut at [`compression_pool`](super::index::compression_pool)`(topN)`).
     pub candidates: usize,
     /// Overrides the query classification (`"factual"` or `"conceptual"`). Default: classify
     /// the question (seed 003 rules, [`classify`](super::classify::classify)).
