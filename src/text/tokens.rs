@@ -39,6 +39,136 @@ pub fn measure(text: &str) -> (usize, usize) {
     let mut i = 0;
     let n = bytes.len();
     while i < n {
+        let class = CLASS[bytes[i] as usize];
+        if class == LOWER {
+            // Fast path: a run of ASCII lower-case letters found eight bytes at a time. If the
+            // run goes on with a capital or a Latin letter, the general path below redoes it.
+            let end = lower_run_end(bytes, i);
+            match bytes.get(end).map(|&b| CLASS[b as usize]) {
+                Some(UPPER) | Some(LATIN) => {}
+                _ => {
+                    tokens += 1 + (end - i - 1) / 6;
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        match class {
+            LOWER | UPPER | LATIN => {
+                // A run of letters; parts split at lower→upper transitions. The common case,
+                // a lower-case word, is one tight loop.
+                let start = i;
+                let mut parts = 0usize;
+                let mut inner_upper = 0usize;
+                let mut letters = 0usize;
+                let mut part_letters = 0usize;
+                while i < n {
+                    match CLASS[bytes[i] as usize] {
+                        LOWER => {
+                            i += 1;
+                            letters += 1;
+                            part_letters += 1;
+                        }
+                        LATIN => {
+                            i += 2;
+                            letters += 1;
+                            part_letters += 1;
+                        }
+                        UPPER => {
+                            if i > start {
+                                inner_upper += 1;
+                                let prev = CLASS[bytes[i - 1] as usize];
+                                if prev == LOWER || prev == CONTINUATION {
+                                    parts += 1 + (part_letters - 1) / 6;
+                                    part_letters = 0;
+                                }
+                            }
+                            i += 1;
+                            letters += 1;
+                            part_letters += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                parts += 1 + (part_letters.max(1) - 1) / 6;
+                tokens += if inner_upper > 3 {
+                    letters.div_ceil(3)
+                } else {
+                    parts
+                };
+                i = i.min(n);
+            }
+            DIGIT => {
+                let start = i;
+                while i < n && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                tokens += (i - start).div_ceil(3);
+                if start > 0 && bytes[start - 1] == b' ' {
+                    tokens += 1;
+                }
+            }
+            BLANK => {
+                let start = i;
+                let mut newline = false;
+                while i < n && CLASS[bytes[i] as usize] == BLANK {
+                    newline |= bytes[i] == b'\n' || bytes[i] == b'\r';
+                    i += 1;
+                }
+                if newline || i - start >= 2 {
+                    tokens += 1;
+                }
+            }
+            CONTINUATION => i += 1,
+            WIDE => {
+                tokens += 2;
+                i += 1;
+            }
+            _ => {
+                tokens += 1;
+                i += 1;
+            }
+        }
+    }
+    (chars, tokens)
+}
+
+/// The end of the run of ASCII lower-case letters starting at `i` (SWAR, eight bytes a step).
+#[inline]
+fn lower_run_end(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // Per byte b < 0x80: b + 0x1f sets the high bit iff b >= 'a'; b + 0x05 iff b >= '{'.
+        // No carry crosses a byte because every term stays below 0x100.
+        let ge_a = x.wrapping_add(0x1f1f_1f1f_1f1f_1f1f);
+        let ge_brace = x.wrapping_add(0x0505_0505_0505_0505);
+        let lower = ge_a & !ge_brace & !x & HIGH;
+        let other = !lower & HIGH;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && bytes[i].is_ascii_lowercase() {
+        i += 1;
+    }
+    i
+}
+
+/// The byte-at-a-time estimator [`measure`] must agree with (kept as the specification).
+#[cfg(test)]
+pub(crate) fn measure_reference(text: &str) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    // Characters: every byte that is not a UTF-8 continuation byte (a separate, vectorisable
+    // count over the same bytes while they are in cache).
+    let chars = bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count();
+    let mut tokens = 0usize;
+    let mut i = 0;
+    let n = bytes.len();
+    while i < n {
         match CLASS[bytes[i] as usize] {
             LOWER | UPPER | LATIN => {
                 // A run of letters; parts split at lower→upper transitions. The common case,
@@ -167,6 +297,54 @@ pub fn count_chars(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_path_agrees_with_the_reference_on_real_text() {
+        for text in [
+            include_str!("../../tests/fixtures/watermark_sessions_dev.jsonl"),
+            include_str!("../../tests/fixtures/sharegpt_sample.jsonl"),
+            include_str!("../../tests/fixtures/retrieval/docs.jsonl"),
+            include_str!("../../README.md"),
+        ] {
+            for line in text.lines() {
+                assert_eq!(measure(line), measure_reference(line), "{line:.80}");
+            }
+            assert_eq!(measure(text), measure_reference(text));
+        }
+    }
+
+    #[test]
+    fn the_fast_path_agrees_at_the_edges() {
+        for t in [
+            "",
+            "a",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefghijklmnopq",
+            "abcdefghA",
+            "abcdefgAbc",
+            "caf\u{e9}",
+            "abcdefgh\u{e9}x",
+            "`abc",
+            "\u{e2}`abcdefgh",
+            "z{abcdefghz",
+            "word word  word\n",
+            "x9y",
+            "parseConfigFileNow",
+            "ab\u{1f600}cd",
+        ] {
+            assert_eq!(measure(t), measure_reference(t), "{t:?}");
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_agrees_with_the_reference(text in "([a-z]{0,12}|[A-Z]{1,3}|[0-9]{1,4}|[ \t\n]{1,3}|[\\`{}~@_.,:;\"'-]|\\PC){0,40}") {
+            proptest::prop_assert_eq!(measure(&text), measure_reference(&text));
+        }
+    }
 
     #[test]
     fn counts() {
