@@ -126,3 +126,67 @@ fn validate_reports_every_violation() {
     let out = condense(&["validate"], FIXTURES);
     assert!(lines(&out).iter().all(|l| l["valid"] == true));
 }
+
+#[test]
+fn index_then_query_with_per_line_errors() {
+    let dir = std::env::temp_dir().join(format!("condense-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let index = dir.join("index.bin");
+    let docs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/retrieval/docs.jsonl"
+    );
+    let index_arg = index.to_str().expect("utf-8 path");
+    let out = condense(
+        &["index", "--docs", docs, "--out", index_arg, "--lexical"],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let input = concat!(
+        r#"{"_id": "q1", "text": "information retrieval systems evaluation"}"#,
+        "\n",
+        r#"{"id": "q2", "text": ""}"#,
+        "\n",
+        r#"{"id": "q3", "question": "eye lens", "options": {"topN": 2, "format": "json"}}"#,
+        "\n",
+        "not json\n",
+    );
+    let out = condense(&["query", "--index", index_arg], input);
+    assert_eq!(out.status.code(), Some(1), "bad lines make the exit code 1");
+    let got = lines(&out);
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[0]["id"], "q1");
+    assert!(!got[0]["results"].as_array().expect("results").is_empty());
+    assert!(got[0]["ms"].as_f64().is_some());
+    assert_eq!(got[1]["error"]["code"], "invalid_input");
+    assert_eq!(got[1]["error"]["path"], "question");
+    assert!(got[2]["results"].as_array().expect("results").len() <= 2);
+    assert!(got[2]["text"].as_str().expect("text").starts_with('['));
+    assert_eq!(got[3]["error"]["code"], "invalid_input");
+
+    // A usage error (bad default options) exits 2; an unreadable index exits 1.
+    let bad = condense(
+        &["query", "--index", index_arg, "--options", r#"{"topN": 0}"#],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let missing = condense(&["query", "--index", "/nonexistent/index.bin"], "");
+    assert_eq!(missing.status.code(), Some(1));
+    std::fs::write(&index, b"CNDX garbage").expect("write");
+    let corrupt = condense(&["query", "--index", index_arg], "");
+    assert_eq!(corrupt.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&corrupt.stderr).contains("invalid_index"));
+
+    let embedded = condense(
+        &["embed", "--lexical"],
+        "{\"id\": 1, \"text\": \"hello\"}\n",
+    );
+    let v = lines(&embedded);
+    assert_eq!(v[0]["vector"].as_array().map(Vec::len), Some(384));
+    let _ = std::fs::remove_dir_all(&dir);
+}
