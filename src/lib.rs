@@ -8,8 +8,9 @@
 //! |---|---|---|
 //! | prune tool history before a checkpoint | [`watermark::apply_watermark`], [`watermark::apply_watermark_json`] | ready |
 //! | check a request against a provider's rules | [`message::validate`] | ready |
-//! | compress a conversation to a budget | `compress` | planned |
-//! | hybrid retrieval with result compression | `query` | planned |
+//! | compress a conversation to a budget | [`compress::compress`], [`compress::uncompress`] | first cut |
+//! | hybrid retrieval with result compression | [`retrieve::index::Index::query`], [`retrieve::results::compress_results`] | ready (MiniLM natively) |
+//! | sentence embeddings | [`embed::Embedder`] | lexical everywhere, MiniLM with feature `embed` |
 //!
 //! ## Example
 //!
@@ -51,8 +52,26 @@
 //! - [`message`][]: the provider-neutral message model, format detection, the validator.
 //! - [`watermark`][]: `applyWatermark`.
 //! - [`text`][]: token estimation and text utilities.
-//! - `embed` (feature `embed`): the WordPiece tokenizer, the ONNX encoder on tract, the lexical
-//!   fallback.
+//! - [`compress`][]: `compress` and `uncompress`.
+//! - [`embed`][]: the `Embedder` (the lexical fallback always; the WordPiece tokenizer and the
+//!   ONNX encoder on tract with feature `embed`).
+//! - [`retrieve`][]: chunking, BM25, vectors (exact + HNSW), fusion and calibration, result
+//!   compression, the `Index` and its serialized form.
+//!
+//! ```
+//! use condense::embed::Embedder;
+//! use condense::retrieve::index::{Document, Index, IndexOptions};
+//! use condense::retrieve::options::QueryOptions;
+//!
+//! let embedder = Embedder::lexical();
+//! let mut index = Index::new(&embedder, IndexOptions::default())?;
+//! index.add(&[Document::new("keys", "# Keys\n\nRotate API keys with `condense keys rotate`.")],
+//!           &embedder, &mut |_| {})?;
+//! let out = index.query("how do I rotate the API keys?", &QueryOptions::default(), &embedder)?;
+//! assert_eq!(out.results[0].doc_id, "keys");
+//! assert!(out.text.starts_with("[1] keys § Keys"));
+//! # Ok::<(), condense::Error>(())
+//! ```
 //! - [`clock`][]: the host clock (the only place time is read).
 //! - `wasm` (wasm32 only): the wasm-bindgen boundary; converts and delegates.
 

@@ -3,7 +3,7 @@
 //! An [`Embedder`] turns texts into unit-length 384-dimensional vectors whose dot product is their
 //! cosine similarity. It is one of two things, behind one type:
 //!
-//! - **MiniLM** ([`Embedder::from_bytes`]): a BERT WordPiece [`tokenizer`](WordPiece), the ONNX
+//! - **MiniLM** (`Embedder::from_bytes`, feature `embed`): a BERT WordPiece tokenizer, the ONNX
 //!   encoder run by tract (`model.rs`), mean pooling over the attention mask and L2 normalisation —
 //!   the sentence-transformers recipe, matching onnxruntime to cosine ≥ 0.9999 on the committed
 //!   reference (`tests/fixtures/embed/reference.json`). The model files are not in the crate:
@@ -24,14 +24,14 @@
 //! ```
 //!
 //! **Batching.** [`Embedder::embed`] sorts texts by token count and runs them in batches of
-//! [`EmbedOptions::batch_size`], each padded only to its own longest member (the attention mask
+//! `EmbedOptions::batch_size`, each padded only to its own longest member (the attention mask
 //! hides the padding), and returns vectors in input order. A text's vector does not depend on the
 //! batch it ran in (to float rounding: cosine ≥ 0.99999, tested).
 //!
 //! **Untrusted input.** Any string embeds (unknown words are `[UNK]`; long texts are truncated
-//! to [`EmbedOptions::max_tokens`], so a 1 MB text costs what 256 tokens cost). Wrong, truncated
+//! to `EmbedOptions::max_tokens`, so a 1 MB text costs what 256 tokens cost). Wrong, truncated
 //! or foreign model bytes and a `tokenizer.json` of another model type are
-//! [`ErrorKind::InvalidModel`](crate::ErrorKind::InvalidModel) errors, never panics.
+//! [`crate::ErrorKind::InvalidModel`] errors, never panics.
 
 pub mod lexical;
 #[cfg(feature = "embed")]
@@ -131,7 +131,7 @@ pub const MODEL_PIPELINE_VERSION: u32 = 1;
 pub struct LoadInfo {
     /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
     pub casts_folded: usize,
-    /// Wall time of [`Embedder::from_bytes`] in milliseconds ([`crate::clock::now_ms`]).
+    /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,
 }
 

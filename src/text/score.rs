@@ -13,7 +13,7 @@
 //! | length 40–120 characters | +2 |
 //! | filler opening (`great`, `sure`, `ok`, `thanks`, …) | −10 |
 //!
-//! and seed 004's: other key tokens (numbers, paths, URLs, code spans; see [`keys`](super::keys))
+//! and seed 004's: other key tokens (numbers, paths, URLs, code spans; see [`super::keys`])
 //! +1 each, and informative length (+1 for 8–40 words, −2 under 4 words). Position and query
 //! relevance are added by the summariser, which knows the document.
 
