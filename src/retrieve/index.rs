@@ -23,7 +23,7 @@ use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
 use super::fuse::{calibrate, rrf_grouped, DenseScale, Evidence, RankedList};
 use super::options::QueryOptions;
-use super::results::{compress_results, Candidate, QueryOutput};
+use super::results::{check_query, compress_results, Candidate, QueryOutput};
 use super::vector::{VectorParams, VectorStore};
 use super::Chunk;
 use crate::embed::{Embedder, EmbedderIdentity, EmbedderKind};
@@ -534,14 +534,7 @@ impl Index {
         options: &QueryOptions,
         embedder: &Embedder,
     ) -> Result<Vec<Candidate>, Error> {
-        options.validate()?;
-        if question.trim().is_empty() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "question",
-                "must not be empty",
-            ));
-        }
+        check_query(question, options)?;
         self.check_embedder(embedder)?;
         if self.slots.is_empty() {
             return Ok(Vec::new());

@@ -284,6 +284,20 @@ fn check_mixed_dims(list: &[Candidate], embedder: &Embedder) -> Result<(), Error
     Ok(())
 }
 
+/// The checks every query-side entry point makes first: the options in range and a question
+/// with something in it (`question`, [`ErrorKind::InvalidInput`]).
+pub(crate) fn check_query(question: &str, options: &QueryOptions) -> Result<(), Error> {
+    options.validate()?;
+    if question.trim().is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "question",
+            "must not be empty",
+        ));
+    }
+    Ok(())
+}
+
 /// Serialises an `f32` as the `f64` nearest its shortest decimal form (`0.4458292`, not
 /// `0.44582921266555786`): JSON and JS numbers are f64, and this keeps both builds' output
 /// identical and readable.
@@ -411,14 +425,7 @@ pub fn compress_results(
     options: &QueryOptions,
     embedder: &Embedder,
 ) -> Result<QueryOutput, Error> {
-    options.validate()?;
-    if question.trim().is_empty() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "question",
-            "must not be empty",
-        ));
-    }
+    check_query(question, options)?;
     check_candidates(&candidates)?;
     check_mixed_dims(&candidates, embedder)?;
     let query_kind = options.query_kind.unwrap_or_else(|| classify(question));
