@@ -11,6 +11,8 @@ ones dropped, and the mean number of results left per query. Standard library on
 import argparse
 import json
 
+from ir_eval import read_qrels  # bench/ir_eval.py, beside this file
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -18,13 +20,7 @@ def main():
     p.add_argument("--run", required=True)
     p.add_argument("--at", type=int, default=10)
     a = p.parse_args()
-    rel = {}
-    for i, line in enumerate(open(a.qrels, encoding="utf-8")):
-        parts = line.rstrip("\n").split("\t")
-        if i == 0 and parts[0] == "query-id" or len(parts) < 3:
-            continue
-        if float(parts[2]) > 0:
-            rel.setdefault(parts[0], set()).add(parts[1])
+    rel = read_qrels(a.qrels)  # {query id: {relevant doc id: gain}}
     rows = []
     for line in open(a.run, encoding="utf-8"):
         o = json.loads(line)

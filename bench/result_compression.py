@@ -13,6 +13,8 @@ import argparse
 import json
 import math
 
+from ir_eval import read_qrels  # bench/ir_eval.py, beside this file
+
 
 def load(path):
     out = {}
@@ -42,13 +44,7 @@ def main():
     p.add_argument("--plain", required=True)
     p.add_argument("--compressed", required=True)
     a = p.parse_args()
-    rel = {}
-    for i, line in enumerate(open(a.qrels, encoding="utf-8")):
-        parts = line.rstrip("\n").split("\t")
-        if i == 0 and parts[0] == "query-id" or len(parts) < 3:
-            continue
-        if float(parts[2]) > 0:
-            rel.setdefault(parts[0], set()).add(parts[1])
+    rel = read_qrels(a.qrels)  # {query id: {relevant doc id: gain}}
     plain, comp = load(a.plain), load(a.compressed)
     qs = [q for q in plain if q in rel and q in comp]
     n = len(qs) or 1
