@@ -24,13 +24,24 @@ MIN_SECONDS = 2.0
 
 
 def make_inputs(out):
+    import tokenizers
+
     path = os.path.join(ROOT, "..", "shared", "data", "ir", "cisi", "corpus.jsonl")
     with open(path, encoding="utf-8") as f:
         docs = [json.loads(line)["text"] for line in f][:40]
     texts = [" ".join(docs[i:i + 5]) for i in range(32)]
+    # Token ids per length, for engines without a tokenizer of their own (onnxruntime-web in
+    # bench/embed.mjs): the same tokenizer.json, padding off, truncated to n.
+    models = os.environ.get("CONDENSE_MODEL_DIR", os.path.join(ROOT, "models"))
+    tok = tokenizers.Tokenizer.from_file(os.path.join(models, "tokenizer.json"))
+    tok.no_padding()
+    ids = {}
+    for n in TOKENS:
+        tok.enable_truncation(n)
+        ids[str(n)] = [e.ids for e in tok.encode_batch(texts)]
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"tokens": TOKENS, "batches": BATCHES, "texts": texts}, f)
+        json.dump({"tokens": TOKENS, "batches": BATCHES, "texts": texts, "ids": ids}, f)
 
 
 def run(inputs):

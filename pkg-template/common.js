@@ -56,8 +56,66 @@ function guard(f) {
   };
 }
 
-/** The public functions over an initialised wasm-bindgen module. */
-export function wrap(glue) {
+/** Where the model files sit in the package, relative to the entry modules. */
+export const MODEL_FILES = Object.freeze({ model: 'models/model.onnx', tokenizer: 'models/tokenizer.json' });
+
+const LOAD_KEYS = new Set([
+  'model', 'tokenizer', 'modelPath', 'tokenizerPath', 'modelUrl', 'tokenizerUrl',
+  'maxTokens', 'batchSize', 'onProgress',
+]);
+
+function optionsError(path, reason) {
+  return new CondenseError('invalid_options', path, `invalid_options at ${path}: ${reason}`, reason);
+}
+
+export function modelError(path, reason) {
+  return new CondenseError('invalid_model', path, `invalid_model at ${path}: ${reason}`, reason);
+}
+
+/** Bytes given directly: a Uint8Array, an ArrayBuffer (or view), or (tokenizer) JSON text. */
+function asBytes(value, path, textOk) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (textOk && typeof value === 'string') return new TextEncoder().encode(value);
+  throw optionsError(path, textOk ? 'expected a Uint8Array, an ArrayBuffer or JSON text' : 'expected a Uint8Array or an ArrayBuffer');
+}
+
+/**
+ * Reads a `Response` body, reporting `{phase: 'download', file, loaded, total}` as chunks
+ * arrive (`total` from Content-Length, or null).
+ */
+export async function readResponse(response, file, path, onProgress) {
+  if (!response.ok) throw modelError(path, `HTTP ${response.status} for ${response.url || file}`);
+  const header = Number(response.headers.get('content-length'));
+  const total = Number.isFinite(header) && header > 0 ? header : null;
+  if (!onProgress || !response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onProgress?.({ phase: 'download', file, loaded: bytes.length, total: total ?? bytes.length });
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const parts = [];
+  let loaded = 0;
+  onProgress({ phase: 'download', file, loaded, total });
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    loaded += value.length;
+    onProgress({ phase: 'download', file, loaded, total });
+  }
+  const bytes = new Uint8Array(loaded);
+  let at = 0;
+  for (const p of parts) { bytes.set(p, at); at += p.length; }
+  return bytes;
+}
+
+/** The public functions over an initialised wasm-bindgen module. `host` reads model files and
+ * loads the model engine: `{ readPath(pathOrUrl, file, path, onProgress),
+ * fetchUrl(url, file, path, onProgress), defaultSource(file) → {path} | {url},
+ * engine(onProgress) → Promise<the initialised condense_embed glue> }`. */
+export function wrap(glue, host) {
   let lexical = null;
   const defaultEmbedder = () => (lexical ??= glue.Embedder.lexical());
   const embedderOf = (options) => {
@@ -112,8 +170,75 @@ export function wrap(glue) {
     free() { this.#inner.free(); }
   }
 
+  /** Loads the MiniLM embedder: bytes, paths (Node), URLs, or the files shipped in the package. */
+  async function loadEmbedder(options) {
+    const opts = options ?? {};
+    if (typeof opts !== 'object' || Array.isArray(opts)) throw optionsError('options', 'expected an object');
+    for (const key of Object.keys(opts)) {
+      if (!LOAD_KEYS.has(key)) throw optionsError(`options.${key}`, `unknown option (expected one of ${[...LOAD_KEYS].join(', ')})`);
+    }
+    const onProgress = opts.onProgress;
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw optionsError('options.onProgress', 'expected a function');
+    for (const key of ['maxTokens', 'batchSize']) {
+      if (opts[key] !== undefined && !Number.isInteger(opts[key])) throw optionsError(`options.${key}`, 'expected an integer');
+    }
+    const source = async (file) => {
+      const bytesKey = file;
+      const pathKey = `${file}Path`;
+      const urlKey = `${file}Url`;
+      const given = [bytesKey, pathKey, urlKey].filter((k) => opts[k] !== undefined && opts[k] !== null);
+      if (given.length > 1) throw optionsError(`options.${given[1]}`, `give only one of ${given.join(', ')}`);
+      if (given[0] === bytesKey) return asBytes(opts[bytesKey], `options.${bytesKey}`, file === 'tokenizer');
+      if (given[0] === pathKey) return host.readPath(opts[pathKey], file, `options.${pathKey}`, onProgress);
+      if (given[0] === urlKey) return host.fetchUrl(opts[urlKey], file, `options.${urlKey}`, onProgress);
+      const def = host.defaultSource(file);
+      return def.path !== undefined
+        ? host.readPath(def.path, file, `options.${pathKey}`, onProgress)
+        : host.fetchUrl(def.url, file, `options.${urlKey}`, onProgress);
+    };
+    const [engine, model, tokenizer] = await Promise.all([
+      host.engine(onProgress), source('model'), source('tokenizer'),
+    ]);
+    onProgress?.({ phase: 'load', file: 'model', loaded: 0, total: model.length });
+    const settings = {};
+    if (opts.maxTokens !== undefined) settings.maxTokens = opts.maxTokens;
+    if (opts.batchSize !== undefined) settings.batchSize = opts.batchSize;
+    return guard(() => {
+      // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
+      const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings));
+      const embedder = glue.Embedder.external(
+        JSON.parse(m.identity()), JSON.parse(m.loadInfo()), (texts) => m.embedFlat(texts));
+      onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });
+      return embedder;
+    })();
+  }
+
+  /** An embedder over your own synchronous function (see index.d.ts). */
+  function externalEmbedder(identity, embedFn) {
+    if (typeof embedFn !== 'function') throw optionsError('embed', 'expected a function');
+    if (identity === null || typeof identity !== 'object' || Array.isArray(identity)) {
+      throw optionsError('identity', 'expected {kind, modelSha256, dims, maxTokens, version}');
+    }
+    const call = (texts) => {
+      const out = embedFn(texts);
+      if (out instanceof Float32Array) return out;
+      if (!Array.isArray(out) || out.length !== texts.length) {
+        throw modelError('embedder', `expected ${texts.length} vectors (an array of Float32Array or one flat Float32Array)`);
+      }
+      const flat = new Float32Array(out.length * 384);
+      out.forEach((v, i) => {
+        if (!v || v.length !== 384) throw modelError(`embedder[${i}]`, 'expected 384 values');
+        flat.set(v, i * 384);
+      });
+      return flat;
+    };
+    return guard(() => glue.Embedder.external(identity, null, call))();
+  }
+
   return {
     Index,
+    loadEmbedder,
+    externalEmbedder,
     query: (index, question, options) => {
       if (!(index instanceof Index)) throw new CondenseError('invalid_input', 'index', 'invalid_input at index: expected an Index', 'expected an Index');
       return index.query(question, options);

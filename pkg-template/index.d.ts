@@ -340,6 +340,8 @@ export interface Embedder {
   identity(): EmbedderIdentity;
   /** One unit-length `Float32Array` (384 values) per text, in input order. @throws {CondenseError} */
   embed(texts: string[]): Float32Array[];
+  /** How a model embedder was loaded (`null` for the lexical embedder): constant casts folded and load time. */
+  loadInfo(): { castsFolded: number; loadMs: number } | null;
   /** Releases the wasm memory (only once no index uses it). */
   free(): void;
 }
@@ -356,6 +358,66 @@ export interface EmbedderIdentity {
 
 /** The lexical fallback embedder: hashed word and character n-grams, no model files. */
 export function lexicalEmbedder(): Embedder;
+
+/** Where `loadEmbedder` is in its work. */
+export interface LoadProgress {
+  /** `download`: bytes of a file arriving (Node reads report once per file); `load`: the model is being compiled (start: `loaded` 0; end: `loaded === total`). */
+  phase: 'download' | 'load';
+  /** Which file: the model, its tokenizer, or (browsers) the model engine's wasm module. */
+  file: 'model' | 'tokenizer' | 'engine';
+  /** Bytes so far. */
+  loaded: number;
+  /** Bytes in all (`null` when the server sent no Content-Length). */
+  total: number | null;
+}
+
+/**
+ * Where `loadEmbedder` finds the model. Give at most one source per file; by default both files
+ * shipped in the package are used (`models/model.onnx`, `models/tokenizer.json`, next to the entry
+ * module: read from disk in Node, fetched relative to the module in browsers and extensions).
+ */
+export interface LoadEmbedderOptions {
+  /** The ONNX model's bytes (a MiniLM-family BERT encoder with 384-dim output). */
+  model?: Uint8Array | ArrayBuffer;
+  /** The `tokenizer.json` (WordPiece) bytes or text. */
+  tokenizer?: Uint8Array | ArrayBuffer | string;
+  /** Node only: a file path or `file:` URL of the ONNX model. */
+  modelPath?: string | URL;
+  /** Node only: a file path or `file:` URL of `tokenizer.json`. */
+  tokenizerPath?: string | URL;
+  /** A URL to fetch the ONNX model from (browsers, extensions, Node >= 18). */
+  modelUrl?: string | URL;
+  /** A URL to fetch `tokenizer.json` from. */
+  tokenizerUrl?: string | URL;
+  /** Token budget per text, `[CLS]`/`[SEP]` included: 2..=512, default 256. Part of the identity. */
+  maxTokens?: number;
+  /** Texts per model call, default 32. */
+  batchSize?: number;
+  /** Called as files arrive and while the model compiles. */
+  onProgress?: (progress: LoadProgress) => void;
+}
+
+/**
+ * Loads the all-MiniLM-L6-v2 int8 embedder (or another MiniLM-family model): semantic vectors for
+ * `Index`, `embed` and query-aware `compress`. Compiling the model takes a moment and runs on the
+ * calling thread; do it once and reuse the embedder.
+ * @throws {CondenseError} `invalid_model` (a file missing, unreadable, or not a usable model),
+ *   `invalid_options` (an unknown or ill-typed option).
+ */
+export function loadEmbedder(options?: LoadEmbedderOptions): Promise<Embedder>;
+
+/**
+ * An embedder over your own function (another model, a service you have already called, a
+ * cache): `embed` gets up to 32 texts at a time and returns one unit-length 384-value vector per
+ * text (an array of `Float32Array`/number arrays, or one flat `Float32Array`), synchronously.
+ * `identity` names what makes the vectors; indexes compare it, so give MiniLM's identity only for
+ * MiniLM's vectors. Errors thrown by `embed` surface as `invalid_model`.
+ * @throws {CondenseError} `invalid_options` (a bad identity or a non-function).
+ */
+export function externalEmbedder(
+  identity: EmbedderIdentity,
+  embed: (texts: string[]) => Float32Array | ArrayLike<number>[],
+): Embedder;
 
 /** Embeds texts (with `options.embedder`, default the lexical embedder). @throws {CondenseError} */
 export function embed(texts: string[], options?: { embedder?: Embedder }): Float32Array[];

@@ -1,15 +1,61 @@
 // Node entry: the wasm module is read next to this file and instantiated synchronously, so
 // every function works as soon as the import resolves.
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import * as glue from './condense.js';
-import { wrap } from './common.js';
+import * as engineGlue from './condense_embed.js';
+import { wrap, CondenseError, MODEL_FILES, modelError, readResponse } from './common.js';
 
 glue.initSync({ module: readFileSync(new URL('./condense_bg.wasm', import.meta.url)) });
 
-const api = wrap(glue);
+/** Model files: from disk (a path, a file: URL), or fetched (http(s) URLs, Node >= 18). */
+const host = {
+  async readPath(where, file, path, onProgress) {
+    if (typeof where !== 'string' && !(where instanceof URL)) {
+      throw new CondenseError('invalid_options', path, `invalid_options at ${path}: expected a path or a file: URL`, 'expected a path or a file: URL');
+    }
+    let bytes;
+    try {
+      bytes = new Uint8Array(await readFile(where));
+    } catch (e) {
+      throw modelError(path, `cannot read ${where}: ${e.code ?? e.message}${where === defaults[file] ? ' (the package was built without model files: pass modelPath/tokenizerPath, or bytes)' : ''}`);
+    }
+    onProgress?.({ phase: 'download', file, loaded: bytes.length, total: bytes.length });
+    return bytes;
+  },
+  async fetchUrl(url, file, path, onProgress) {
+    const u = new URL(url);
+    if (u.protocol === 'file:') return host.readPath(u, file, path, onProgress);
+    let response;
+    try {
+      response = await fetch(u);
+    } catch (e) {
+      throw modelError(path, `cannot fetch ${u}: ${e.message}`);
+    }
+    return readResponse(response, file, path, onProgress);
+  },
+  defaultSource: (file) => ({ path: defaults[file] }),
+  /** The model engine's wasm module (condense_embed_bg.wasm), instantiated on first use. */
+  async engine() {
+    if (!engineReady) {
+      const bytes = await readFile(new URL('./condense_embed_bg.wasm', import.meta.url));
+      engineGlue.initSync({ module: bytes });
+      engineReady = true;
+    }
+    return engineGlue;
+  },
+};
+let engineReady = false;
+const defaults = {
+  model: fileURLToPath(new URL(`./${MODEL_FILES.model}`, import.meta.url)),
+  tokenizer: fileURLToPath(new URL(`./${MODEL_FILES.tokenizer}`, import.meta.url)),
+};
+
+const api = wrap(glue, host);
 export const {
   applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version,
-  Index, query, compressResults, embed, lexicalEmbedder,
+  Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
 /** Resolved once the module is ready (already, in Node). */

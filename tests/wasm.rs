@@ -119,3 +119,59 @@ fn retrieval_index_end_to_end() {
         Some("invalid_index")
     );
 }
+
+/// MiniLM run by tract compiled to wasm32, on the real model bytes (`scripts/fetch-models`),
+/// against the onnxruntime reference vectors: a few texts only (wasm inference is slow).
+#[cfg(feature = "embed")]
+mod minilm {
+    use condense::embed::{cosine, Embedder, EmbedderKind};
+    use condense::ErrorKind;
+    use serde_json::Value;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    const MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/model.onnx"));
+    const TOKENIZER: &[u8] = include_bytes!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/tokenizer.json"
+    ));
+    const REFERENCE: &str = include_str!("fixtures/embed/reference.json");
+
+    #[wasm_bindgen_test]
+    fn minilm_matches_onnxruntime_in_wasm() {
+        let embedder = Embedder::from_bytes(MODEL, TOKENIZER).expect("model loads in wasm");
+        assert_eq!(embedder.kind(), EmbedderKind::MiniLm);
+        assert!(embedder.load_info().expect("load info").casts_folded > 0);
+        let reference: Value = serde_json::from_str(REFERENCE).expect("reference fixture");
+        let cases = reference["cases"].as_array().expect("cases");
+        // Short, medium and the longest (truncated) texts, plus an empty one if present.
+        let mut picked: Vec<&Value> = cases.iter().take(2).collect();
+        picked.extend(cases.iter().rev().take(2));
+        let texts: Vec<&str> = picked
+            .iter()
+            .map(|c| c["text"].as_str().expect("text"))
+            .collect();
+        let vectors = embedder.embed(&texts).expect("embed");
+        for (case, v) in picked.iter().zip(&vectors) {
+            let want: Vec<f32> = case["vector"]
+                .as_array()
+                .expect("vector")
+                .iter()
+                .map(|x| x.as_f64().expect("number") as f32)
+                .collect();
+            let c = cosine(v, &want);
+            assert!(c >= 0.9999, "{}: cosine {c} to onnxruntime", case["name"]);
+        }
+        // Alone or in a batch: the same vector.
+        let alone = embedder.embed_one(texts[0]).expect("embed one");
+        assert!(cosine(&alone, &vectors[0]) >= 0.99999);
+    }
+
+    #[wasm_bindgen_test]
+    fn wrong_model_bytes_are_a_typed_error_in_wasm() {
+        let err = Embedder::from_bytes(&MODEL[..MODEL.len() / 3], TOKENIZER)
+            .expect_err("truncated model");
+        assert_eq!(err.kind(), ErrorKind::InvalidModel);
+        let err = Embedder::from_bytes(b"not a model", TOKENIZER).expect_err("junk");
+        assert_eq!(err.kind(), ErrorKind::InvalidModel);
+    }
+}

@@ -75,6 +75,46 @@ pub struct EmbedOptions {
 }
 
 #[cfg(feature = "embed")]
+impl EmbedOptions {
+    /// Reads `{maxTokens?, batchSize?}` (JSON text; unknown keys are errors naming them),
+    /// defaults for the rest. `maxTokens` must be 2..=512 and `batchSize` at least 1.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidOptions`] (or [`ErrorKind::InvalidJson`]) naming the field.
+    pub fn from_json(json: &str) -> Result<EmbedOptions, Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Input {
+            max_tokens: Option<usize>,
+            batch_size: Option<usize>,
+        }
+        let input: Input = crate::error::read_json(json, ErrorKind::InvalidOptions, "options")?;
+        let mut options = EmbedOptions::default();
+        if let Some(m) = input.max_tokens {
+            if !(2..=MAX_MODEL_TOKENS).contains(&m) {
+                return Err(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "options.maxTokens",
+                    format!("must be between 2 and {MAX_MODEL_TOKENS}, got {m}"),
+                ));
+            }
+            options.max_tokens = m;
+        }
+        if let Some(b) = input.batch_size {
+            if b == 0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "options.batchSize",
+                    "must be at least 1",
+                ));
+            }
+            options.batch_size = b;
+        }
+        Ok(options)
+    }
+}
+
+#[cfg(feature = "embed")]
 impl Default for EmbedOptions {
     fn default() -> Self {
         EmbedOptions {
@@ -142,12 +182,45 @@ pub struct Embedder {
     identity: EmbedderIdentity,
 }
 
-#[derive(Debug)]
 enum Inner {
     #[cfg(feature = "embed")]
     MiniLm(Box<MiniLm>),
     Lexical,
+    External(Box<External>),
 }
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            #[cfg(feature = "embed")]
+            Inner::MiniLm(m) => f.debug_tuple("MiniLm").field(m).finish(),
+            Inner::Lexical => f.write_str("Lexical"),
+            Inner::External(e) => f
+                .debug_struct("External")
+                .field("load", &e.load)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// The function behind [`Embedder::external`]: texts in, one vector per text out, in order.
+/// `Send + Sync` natively, so an [`Embedder`] can be shared across threads; on wasm32 (one
+/// thread) it may hold JS values.
+#[cfg(not(target_arch = "wasm32"))]
+pub type EmbedFn = dyn Fn(&[&str]) -> Result<Vec<Vector>, Error> + Send + Sync;
+/// The function behind [`Embedder::external`]: texts in, one vector per text out, in order.
+/// `Send + Sync` natively, so an [`Embedder`] can be shared across threads; on wasm32 (one
+/// thread) it may hold JS values.
+#[cfg(target_arch = "wasm32")]
+pub type EmbedFn = dyn Fn(&[&str]) -> Result<Vec<Vector>, Error>;
+
+struct External {
+    embed: Box<EmbedFn>,
+    load: Option<LoadInfo>,
+}
+
+/// Texts per call of an external embedder (progress is reported after each call).
+const EXTERNAL_BATCH: usize = 32;
 
 #[cfg(feature = "embed")]
 #[derive(Debug)]
@@ -237,6 +310,35 @@ impl Embedder {
         }
     }
 
+    /// An embedder whose vectors come from elsewhere: `embed` is called with up to 32 texts at a
+    /// time and must return one unit-length vector per text, in order. `identity` says what made
+    /// them, exactly as the engine itself would (indexes compare identities: a MiniLM running in
+    /// another module or process must give MiniLM's identity to share indexes with it).
+    ///
+    /// The npm package uses this for `loadEmbedder()`: the model runs in its own wasm module,
+    /// so the core module stays small. A wrong count or a vector of another length is an
+    /// [`ErrorKind::InvalidModel`] error when embedding.
+    ///
+    /// ```
+    /// use condense::embed::{Embedder, EmbedderKind};
+    /// let lexical = Embedder::lexical();
+    /// let id = lexical.identity().clone();
+    /// let mirror = Embedder::external(id, None, Box::new(move |texts: &[&str]| lexical.embed(texts)));
+    /// assert_eq!(mirror.kind(), EmbedderKind::Lexical);
+    /// assert_eq!(mirror.embed(&["a b c"])?, Embedder::lexical().embed(&["a b c"])?);
+    /// # Ok::<(), condense::Error>(())
+    /// ```
+    pub fn external(
+        identity: EmbedderIdentity,
+        load: Option<LoadInfo>,
+        embed: Box<EmbedFn>,
+    ) -> Embedder {
+        Embedder {
+            inner: Inner::External(Box::new(External { embed, load })),
+            identity,
+        }
+    }
+
     /// What built this embedder's vectors; indexes store it.
     pub fn identity(&self) -> &EmbedderIdentity {
         &self.identity
@@ -257,7 +359,7 @@ impl Embedder {
     pub fn tokenizer(&self) -> Option<&WordPiece> {
         match &self.inner {
             Inner::MiniLm(m) => Some(&m.tokenizer),
-            Inner::Lexical => None,
+            Inner::Lexical | Inner::External(_) => None,
         }
     }
 
@@ -267,6 +369,7 @@ impl Embedder {
             #[cfg(feature = "embed")]
             Inner::MiniLm(m) => Some(m.load),
             Inner::Lexical => None,
+            Inner::External(e) => e.load,
         }
     }
 
@@ -297,6 +400,29 @@ impl Embedder {
             }
             #[cfg(feature = "embed")]
             Inner::MiniLm(m) => m.embed(texts, progress),
+            Inner::External(e) => {
+                let mut out = Vec::with_capacity(texts.len());
+                for batch in texts.chunks(EXTERNAL_BATCH) {
+                    let vectors = (e.embed)(batch)?;
+                    if vectors.len() != batch.len() {
+                        return Err(Error::new(
+                            ErrorKind::InvalidModel,
+                            "embedder",
+                            format!(
+                                "the external embedder returned {} vectors for {} texts",
+                                vectors.len(),
+                                batch.len()
+                            ),
+                        ));
+                    }
+                    out.extend(vectors);
+                    progress(out.len(), texts.len());
+                }
+                if texts.is_empty() {
+                    progress(0, 0);
+                }
+                Ok(out)
+            }
         }
     }
 

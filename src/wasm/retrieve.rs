@@ -8,9 +8,10 @@ use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Uint8Array};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::{js_error, optional_json, stringify, to_js};
-use crate::embed::Embedder;
+use crate::embed::{Embedder, EmbedderIdentity, LoadInfo, Vector, DIMS};
 use crate::error::{read_json, Error, ErrorKind};
 use crate::retrieve::index::{Document, Index, IndexOptions};
 use crate::retrieve::options::QueryOptions;
@@ -32,13 +33,123 @@ impl WasmEmbedder {
     }
 
     /// Loads a MiniLM-family model from the bytes of `model.onnx` and `tokenizer.json`.
+    /// `options`: `{maxTokens, batchSize}` (both optional; defaults 256 and 32).
     #[cfg(feature = "embed")]
     #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(onnx: &[u8], tokenizer: &[u8]) -> Result<WasmEmbedder, JsValue> {
-        let inner = Embedder::from_bytes(onnx, tokenizer).map_err(js_error)?;
+    pub fn from_bytes(
+        onnx: &[u8],
+        tokenizer: &[u8],
+        options: JsValue,
+    ) -> Result<WasmEmbedder, JsValue> {
+        let options = match optional_json(&options, "options")? {
+            None => crate::embed::EmbedOptions::default(),
+            Some(json) => crate::embed::EmbedOptions::from_json(&json).map_err(js_error)?,
+        };
+        let inner = Embedder::from_bytes_with(onnx, tokenizer, options).map_err(js_error)?;
         Ok(WasmEmbedder {
             inner: Rc::new(inner),
         })
+    }
+
+    /// An embedder whose vectors come from a JS function: `embed(texts: string[])` returns a
+    /// `Float32Array` of `texts.length × 384` values (row by row, unit-length rows). `identity`
+    /// (`{kind, modelSha256, dims, maxTokens, version}`) says what makes them; `loadInfo` is
+    /// `{castsFolded, loadMs}` or null. `loadEmbedder()` builds MiniLM this way: the model runs
+    /// in its own wasm module (`condense_embed_bg.wasm`).
+    pub fn external(
+        identity: JsValue,
+        load_info: JsValue,
+        embed: Function,
+    ) -> Result<WasmEmbedder, JsValue> {
+        let identity: EmbedderIdentity = match optional_json(&identity, "identity")? {
+            Some(json) => {
+                read_json(&json, ErrorKind::InvalidOptions, "identity").map_err(js_error)?
+            }
+            None => {
+                return Err(js_error(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "identity",
+                    "expected the embedder's identity",
+                )))
+            }
+        };
+        if identity.dims != DIMS {
+            return Err(js_error(Error::new(
+                ErrorKind::InvalidOptions,
+                "identity.dims",
+                format!("must be {DIMS}"),
+            )));
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Load {
+            casts_folded: usize,
+            load_ms: f64,
+        }
+        let load = match optional_json(&load_info, "loadInfo")? {
+            None => None,
+            Some(json) => {
+                let l: Load =
+                    read_json(&json, ErrorKind::InvalidOptions, "loadInfo").map_err(js_error)?;
+                Some(LoadInfo {
+                    casts_folded: l.casts_folded,
+                    load_ms: l.load_ms,
+                })
+            }
+        };
+        let call = move |texts: &[&str]| -> Result<Vec<Vector>, Error> {
+            let failed = |reason: String| Error::new(ErrorKind::InvalidModel, "embedder", reason);
+            let array: Array = texts.iter().map(|t| JsValue::from_str(t)).collect();
+            let out = embed.call1(&JsValue::NULL, &array).map_err(|e| {
+                let why = js_sys::Reflect::get(&e, &"message".into())
+                    .ok()
+                    .and_then(|m| m.as_string())
+                    .unwrap_or_else(|| "the embed function threw".into());
+                failed(why)
+            })?;
+            let flat = out
+                .dyn_into::<Float32Array>()
+                .map_err(|_| failed("the embed function must return a Float32Array".into()))?;
+            let values = flat.to_vec();
+            if values.len() != texts.len() * DIMS {
+                return Err(failed(format!(
+                    "the embed function returned {} values for {} texts (expected {} each)",
+                    values.len(),
+                    texts.len(),
+                    DIMS
+                )));
+            }
+            Ok(values
+                .chunks_exact(DIMS)
+                .map(|row| {
+                    let mut v = [0f32; DIMS];
+                    v.copy_from_slice(row);
+                    v
+                })
+                .collect())
+        };
+        Ok(WasmEmbedder {
+            inner: Rc::new(Embedder::external(identity, load, Box::new(call))),
+        })
+    }
+
+    /// Whether this build carries the model engine (`fromBytes`); false in a build without the
+    /// `embed` feature.
+    #[wasm_bindgen(js_name = hasModelEngine)]
+    pub fn has_model_engine() -> bool {
+        cfg!(feature = "embed")
+    }
+
+    /// `{castsFolded, loadMs}` for a model embedder, `null` for the lexical one.
+    #[wasm_bindgen(js_name = loadInfo)]
+    pub fn load_info(&self) -> Result<JsValue, JsValue> {
+        match self.inner.load_info() {
+            None => Ok(JsValue::NULL),
+            Some(info) => to_js(&serde_json::json!({
+                "castsFolded": info.casts_folded,
+                "loadMs": info.load_ms,
+            })),
+        }
     }
 
     /// What built this embedder's vectors: `{kind, modelSha256, dims, maxTokens, version}`.
@@ -46,11 +157,29 @@ impl WasmEmbedder {
         to_js(self.inner.identity())
     }
 
-    /// One `Float32Array` (384 values, unit length) per text, in input order.
+    /// One `Float32Array` (384 values, unit length) per text, in input order. Lone UTF-16
+    /// surrogates (invalid UTF-16) become U+FFFD, as `TextEncoder` does.
     pub fn embed(&self, texts: JsValue) -> Result<Array, JsValue> {
-        let json = stringify(&texts, "texts")?;
-        let texts: Vec<String> =
-            read_json(&json, ErrorKind::InvalidInput, "texts").map_err(js_error)?;
+        if !Array::is_array(&texts) {
+            return Err(js_error(Error::new(
+                ErrorKind::InvalidInput,
+                "texts",
+                "expected an array of strings",
+            )));
+        }
+        let texts: Vec<String> = Array::from(&texts)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.as_string().ok_or_else(|| {
+                    js_error(Error::new(
+                        ErrorKind::InvalidInput,
+                        format!("texts[{i}]"),
+                        "expected a string",
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = self.inner.embed(&refs).map_err(js_error)?;
         let out = Array::new();

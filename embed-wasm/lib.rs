@@ -1,0 +1,103 @@
+//! The MiniLM engine of the npm package, as its own WebAssembly module
+//! (`condense_embed_bg.wasm`).
+//!
+//! tract makes up most of a build with the model engine (about 3.5 MB of gzip), so the core
+//! module (`condense_bg.wasm`: compress, query, applyWatermark, the lexical embedder) is built
+//! without it and this module is loaded only when `loadEmbedder()` is called. It exports one
+//! class, `Model`; the core wraps a `Model` as an external embedder
+//! (`condense::embed::Embedder::external`), so indexes and `compress` use it like any embedder.
+//! The vectors are those of `condense::embed::Embedder::from_bytes`: same code, same build
+//! flags.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+#![deny(missing_docs)]
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    use condense::embed::{EmbedOptions, Embedder};
+    use condense::Error;
+    use js_sys::{Array, Float32Array, Reflect};
+    use wasm_bindgen::prelude::*;
+
+    fn js_error(err: Error) -> JsValue {
+        let e = js_sys::Error::new(&err.to_string());
+        e.set_name("CondenseError");
+        let _ = Reflect::set(&e, &"code".into(), &err.code().into());
+        let _ = Reflect::set(&e, &"path".into(), &err.path().into());
+        let _ = Reflect::set(&e, &"reason".into(), &err.reason().into());
+        e.into()
+    }
+
+    fn input_error(path: String, reason: &str) -> JsValue {
+        js_error(Error::new(condense::ErrorKind::InvalidInput, path, reason))
+    }
+
+    /// A loaded MiniLM-family encoder.
+    #[wasm_bindgen]
+    pub struct Model {
+        inner: Embedder,
+    }
+
+    #[wasm_bindgen]
+    impl Model {
+        /// Loads the model from the bytes of `model.onnx` and `tokenizer.json`; `options` is
+        /// JSON text `{maxTokens?, batchSize?}` or undefined.
+        #[wasm_bindgen(js_name = fromBytes)]
+        pub fn from_bytes(
+            onnx: &[u8],
+            tokenizer: &[u8],
+            options: Option<String>,
+        ) -> Result<Model, JsValue> {
+            console_error_panic_hook::set_once();
+            let options = match options {
+                None => EmbedOptions::default(),
+                Some(json) => EmbedOptions::from_json(&json).map_err(js_error)?,
+            };
+            let inner = Embedder::from_bytes_with(onnx, tokenizer, options).map_err(js_error)?;
+            Ok(Model { inner })
+        }
+
+        /// The identity (JSON text): `{kind, modelSha256, dims, maxTokens, version}`.
+        pub fn identity(&self) -> Result<String, JsValue> {
+            serde_json::to_string(self.inner.identity())
+                .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
+        }
+
+        /// `{castsFolded, loadMs}` (JSON text).
+        #[wasm_bindgen(js_name = loadInfo)]
+        pub fn load_info(&self) -> String {
+            match self.inner.load_info() {
+                Some(i) => format!(
+                    "{{\"castsFolded\":{},\"loadMs\":{}}}",
+                    i.casts_folded,
+                    if i.load_ms.is_finite() {
+                        i.load_ms
+                    } else {
+                        0.0
+                    }
+                ),
+                None => "null".into(),
+            }
+        }
+
+        /// Embeds `texts` (an array of strings; lone surrogates become U+FFFD): one
+        /// `Float32Array` of `texts.length × 384` values, row by row.
+        #[wasm_bindgen(js_name = embedFlat)]
+        pub fn embed_flat(&self, texts: &JsValue) -> Result<Float32Array, JsValue> {
+            if !Array::is_array(texts) {
+                return Err(input_error("texts".into(), "expected an array of strings"));
+            }
+            let texts: Vec<String> = Array::from(texts)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    t.as_string()
+                        .ok_or_else(|| input_error(format!("texts[{i}]"), "expected a string"))
+                })
+                .collect::<Result<_, _>>()?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = self.inner.embed(&refs).map_err(js_error)?;
+            let flat: Vec<f32> = vectors.iter().flat_map(|v| v.iter().copied()).collect();
+            Ok(Float32Array::from(flat.as_slice()))
+        }
+    }
+}
