@@ -9,6 +9,7 @@ import {
 // The embedder of the search index. MiniLM, once the package exports it, is this one line:
 //   const embedder = await loadEmbedder();
 const embedder = lexicalEmbedder();
+performance.mark('condense:module-ready'); // the package (wasm included) is loaded: bench/browser.mjs
 
 const $ = (id) => document.getElementById(id);
 const num = (n) => Number(n).toLocaleString('en-US');
@@ -295,5 +296,6 @@ if (params.get('search')) {
   $('question').value = params.get('search');
   await buildIndex();
   runQuery();
+  performance.mark('condense:first-result');
 }
 window.condenseReady = true;

@@ -29,9 +29,10 @@ const TYPES = {
 
 /**
  * Starts the server; resolves to `{url, server, close()}` once it listens.
- * `log(line)` receives one line per request (default: none).
+ * `log(line)` receives one line per request (default: none); `headers` are added to every
+ * response (bench/browser.mjs sets COOP/COEP for performance.measureUserAgentSpecificMemory).
  */
-export function serve({ port = 8000, host = '127.0.0.1', root = ROOT, log } = {}) {
+export function serve({ port = 8000, host = '127.0.0.1', root = ROOT, log, headers = {} } = {}) {
   const server = createServer(async (req, res) => {
     let path;
     try {
@@ -60,6 +61,7 @@ export function serve({ port = 8000, host = '127.0.0.1', root = ROOT, log } = {}
         'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
         'content-length': body.length,
         'cache-control': 'no-cache',
+        ...headers,
       });
       res.end(req.method === 'HEAD' ? undefined : body);
       log?.(`200 ${path}`);

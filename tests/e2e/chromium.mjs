@@ -1,6 +1,8 @@
 // Shared by the end-to-end tests: Debian's Chromium driven by playwright-core (which never
 // downloads a browser: it is given the executable), the demo's static server, the artifacts folder.
 import { chromium } from 'playwright-core';
+
+export { chromium };
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
