@@ -61,6 +61,10 @@ test('compress: a loaded chat, before → after, what was kept verbatim, exact r
   assert.match(await rows.nth(13).innerText(), /kept verbatim\s+recency window/);
   assert.match(await page.locator('#c-messages tr[data-action="summarized"] td.after').first().innerText(), /^\[summary#[0-9a-f]{8}: /);
   await page.locator('#compress').screenshot({ path: join(ARTIFACTS, 'demo-compress.png') });
+  // The README's picture (docs/demo-compress.png): the page's top, the cards and the first rows.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const box = await page.locator('#compress').boundingBox();
+  await page.screenshot({ path: join(ARTIFACTS, 'demo-compress-top.png'), clip: { x: box.x - 10, y: 0, width: box.width + 20, height: box.y + 620 } });
   assert.deepEqual(errors, []);
 });
 
@@ -78,6 +82,17 @@ test('compress: a 25 % budget is met, code is kept verbatim in a coding chat', a
   await page.selectOption('#c-budget', '');
   await page.locator('#c-messages tr[data-action="code_split"]').first().waitFor();
   assert.match(await page.locator('#c-messages tr[data-action="code_split"] td.after').first().innerText(), /```/);
+  assert.deepEqual(errors, []);
+});
+
+test('compress: a tool session (OpenAI shape): tool calls kept, long tool output summarized, still valid', async () => {
+  await page.click('button[data-sample="tool-session-openai"]');
+  await page.waitForFunction(() => document.querySelectorAll('#c-messages tr[data-action]').length === 20);
+  assert.equal(await cardValue('#compress', 'valid request'), 'yes');
+  assert.equal(await cardValue('#compress', 'uncompress round trip'), 'exact');
+  const rows = await page.locator('#c-messages tr[data-action]').evaluateAll((trs) => trs.map((tr) => [tr.cells[1].innerText, tr.dataset.action, tr.cells[2].innerText]));
+  assert.ok(rows.filter(([role]) => role === 'assistant').every(([, action, why]) => action === 'preserved' && /tool calls|recency/.test(why)), JSON.stringify(rows));
+  assert.ok(rows.some(([role, action]) => role === 'tool' && action === 'summarized'), JSON.stringify(rows));
   assert.deepEqual(errors, []);
 });
 
