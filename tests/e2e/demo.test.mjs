@@ -70,6 +70,7 @@ test('compress: a loaded chat, before → after, what was kept verbatim, exact r
 
 test('compress: a 25 % budget is met, code is kept verbatim in a coding chat', async () => {
   await page.click('button[data-sample="coding-chat"]');
+  await page.waitForFunction(() => document.querySelectorAll('#c-messages tr[data-action]').length === 12);
   await page.selectOption('#c-budget', '0.25');
   await page.waitForFunction(() => [...document.querySelectorAll('#compress .card span')].some((s) => s.textContent === 'budget'));
   const budget = await cardValue('#compress', 'budget');

@@ -114,7 +114,10 @@ test('popup: choose two open pages, index them, query, compressed results, copy 
   assert.ok(Number(after.replace(/,/g, '')) < Number(before.replace(/,/g, '')), stats);
 
   // "Copy as context" puts the question and the compact results on the clipboard.
+  await popup.bringToFront(); // the clipboard is written by the focused page only
   await popup.click('#copy');
+  await popup.waitForFunction(() => document.getElementById('copied').textContent || /copy failed/.test(document.getElementById('status').textContent));
+  assert.equal(await popup.locator('#status').innerText().then((t) => (/copy failed/.test(t) ? t : '')), '');
   assert.match(await popup.locator('#copied').innerText(), /^copied [\d,]+ characters$/);
   await popup.setViewportSize({ width: 480, height: 640 });
   await popup.screenshot({ path: join(ARTIFACTS, 'extension-popup.png') });
@@ -163,6 +166,33 @@ test('popup: "Add this page" reads the last web page the user was on', async () 
   await popup.click('#add-current');
   await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 20_000 });
   assert.match(await popup.locator('#status').innerText(), /^added “condense architecture” · \d+ chunks$/);
+  assert.deepEqual(errors, []);
+  await popup.close();
+});
+
+test('context menu path: the service worker stores a page, the popup adds it to the restored index', async () => {
+  const tab = await ext.context.newPage();
+  await tab.goto(`${site.url}/readme.html`);
+  // The page's tab id, as the extension sees it.
+  const url = tab.url();
+  const tabId = await ext.worker.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, url);
+  // Remove it first (the earlier tests indexed it), then add it the menu's way.
+  const { popup: first } = await openPopup();
+  await first.click('#pages-box summary');
+  await first.locator('#pages li', { hasText: 'condense README' }).locator('button').click();
+  await first.waitForFunction(() => document.getElementById('page-count').textContent === '1');
+  await first.close();
+  assert.equal(await ext.worker.evaluate((id) => self.condenseAddTab(id), tabId), url);
+
+  const { popup, errors } = await openPopup();
+  assert.equal(await popup.evaluate(() => document.body.dataset.index), 'restored');
+  assert.equal(await popup.locator('#page-count').innerText(), '2');
+  const saved = await popup.evaluate(async () => (await chrome.storage.local.get('index')).index.ids);
+  assert.ok(saved.includes(url), 'the popup saved the index with the new page');
+  await popup.fill('#question', 'applyWatermark checkpoint tools');
+  await popup.click('#search');
+  await popup.locator('#answer').waitFor({ state: 'visible' });
+  assert.match(await popup.locator('#results').innerText(), /condense README § /);
   assert.deepEqual(errors, []);
   await popup.close();
 });
