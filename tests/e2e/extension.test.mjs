@@ -93,6 +93,7 @@ test('popup: choose two open pages, index them, query, compressed results, copy 
   assert.equal(await popup.locator('#question').isDisabled(), true);
 
   await popup.click('#choose');
+  await popup.screenshot({ path: join(ARTIFACTS, 'extension-chooser.png') });
   const boxes = popup.locator('#tabs label');
   assert.deepEqual((await boxes.allInnerTexts()).map((s) => s.trim()).sort(), Object.values(pages).sort());
   await popup.click('#add-selected');
