@@ -57,12 +57,14 @@ export async function launchWithExtension(dir) {
   };
 }
 
-/** Fails the test on any uncaught error or console error in the page. */
+/** Collects uncaught errors, console errors and the glue's instantiateStreaming fallback warning. */
 export function watchErrors(page, { ignore = [] } = {}) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !ignore.some((re) => re.test(m.text()))) errors.push(`console: ${m.text()}`);
+    // The wasm-bindgen glue warns when it falls back from instantiateStreaming (wrong MIME type).
+    const bad = m.type() === 'error' || (m.type() === 'warning' && /instantiateStreaming/.test(m.text()));
+    if (bad && !ignore.some((re) => re.test(m.text()))) errors.push(`console ${m.type()}: ${m.text()}`);
   });
   return errors;
 }
