@@ -1,0 +1,199 @@
+// The Manifest V3 extension in Chromium: assembled from pkg/ by scripts/build-extension, loaded
+// unpacked, its popup (opened in a tab) indexes real web pages, answers a query with compressed
+// results and copies them to the clipboard; the index survives closing the popup.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '../../www/serve.mjs';
+import { ARTIFACTS, ROOT, launchWithExtension, watchErrors } from './chromium.mjs';
+
+let ext;
+let site;
+let siteDir;
+let extDir;
+const pages = {};
+
+/** A small markdown-to-HTML rendering (headings, code fences, lists, paragraphs) of a repo doc. */
+function html(title, markdown) {
+  const esc = (s) => s.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]);
+  const out = [];
+  let para = [];
+  let item = null;
+  let code = null;
+  const flush = () => {
+    if (item) out.push(`<ul><li>${esc(item.join(' '))}</li></ul>`);
+    else if (para.length) out.push(`<p>${esc(para.join(' '))}</p>`);
+    para = [];
+    item = null;
+  };
+  for (const line of markdown.split('\n')) {
+    if (code) {
+      if (line.startsWith('```')) { out.push(`<pre>${esc(code.join('\n'))}</pre>`); code = null; } else code.push(line);
+    } else if (line.startsWith('```')) { flush(); code = []; }
+    else if (/^#{1,6} /.test(line)) { flush(); const n = /^#+/.exec(line)[0].length; out.push(`<h${n}>${esc(line.slice(n + 1))}</h${n}>`); }
+    else if (/^\s*([-*]|\d+\.) /.test(line)) { flush(); item = [line.replace(/^\s*([-*]|\d+\.) /, '')]; }
+    else if (!line.trim()) flush();
+    else (item ?? para).push(line.trim());
+  }
+  flush();
+  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title></head>
+<body><nav>site navigation that must not be indexed: zebra-nav-token</nav><main>${out.join('\n')}</main>
+<footer>footer text, not indexed</footer></body></html>`;
+}
+
+before(async () => {
+  extDir = join(ARTIFACTS, 'extension');
+  execFileSync(join(ROOT, 'scripts', 'build-extension'), [extDir], { cwd: ROOT, stdio: 'inherit' });
+  siteDir = mkdtempSync(join(tmpdir(), 'condense-site-'));
+  for (const [name, file, title] of [
+    ['readme', 'README.md', 'condense README'],
+    ['architecture', 'ARCHITECTURE.md', 'condense architecture'],
+  ]) {
+    writeFileSync(join(siteDir, `${name}.html`), html(title, readFileSync(join(ROOT, file), 'utf8')));
+    pages[name] = title;
+  }
+  site = await serve({ port: 0, root: siteDir });
+  ext = await launchWithExtension(extDir);
+});
+
+after(async () => {
+  await ext?.close();
+  await site?.close();
+  if (siteDir) rmSync(siteDir, { recursive: true, force: true });
+});
+
+async function openPopup() {
+  const popup = await ext.context.newPage();
+  const errors = watchErrors(popup);
+  await popup.goto(`chrome-extension://${ext.extensionId}/popup.html`);
+  await popup.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+  return { popup, errors };
+}
+
+test('the extension loads: MV3 service worker, manifest version from Cargo.toml, CSP with wasm-unsafe-eval', async () => {
+  const manifest = JSON.parse(readFileSync(join(extDir, 'manifest.json'), 'utf8'));
+  const crate = /^version = "([^"]+)"/m.exec(readFileSync(join(ROOT, 'Cargo.toml'), 'utf8'))[1];
+  assert.equal(manifest.manifest_version, 3);
+  assert.equal(manifest.version, crate);
+  assert.equal(manifest.content_security_policy.extension_pages, "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'");
+  assert.match(ext.extensionId, /^[a-p]{32}$/);
+  assert.equal(await ext.worker.evaluate(() => chrome.runtime.getManifest().name), manifest.name);
+});
+
+test('popup: choose two open pages, index them, query, compressed results, copy to the clipboard', async () => {
+  for (const name of Object.keys(pages)) {
+    const tab = await ext.context.newPage();
+    await tab.goto(`${site.url}/${name}.html`);
+  }
+  const { popup, errors } = await openPopup();
+  assert.match(await popup.locator('#summary').innerText(), /^0 pages, 0 chunks · condense \d+\.\d+\.\d+ · lexical$/);
+  assert.equal(await popup.locator('#question').isDisabled(), true);
+
+  await popup.click('#choose');
+  await popup.screenshot({ path: join(ARTIFACTS, 'extension-chooser.png') });
+  const boxes = popup.locator('#tabs label');
+  assert.deepEqual((await boxes.allInnerTexts()).map((s) => s.trim()).sort(), Object.values(pages).sort());
+  await popup.click('#add-selected');
+  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 20_000 });
+  assert.match(await popup.locator('#status').innerText(), /^added “condense (README|architecture)”, “condense (README|architecture)” · \d+ chunks$/);
+  const chunks = Number(/(\d+) chunks/.exec(await popup.locator('#summary').innerText())[1]);
+  assert.ok(chunks > 20, `${chunks} chunks`);
+
+  await popup.fill('#question', 'which checkpoint tools move the watermark?');
+  await popup.press('#question', 'Enter');
+  await popup.locator('#answer').waitFor({ state: 'visible' });
+  const results = await popup.locator('#results').innerText();
+  // Compact format: "[1] <page title> § <headers> (score)"; headings of the page became the header path.
+  assert.match(results, /^\[1\] condense (README|architecture) § .+ \((0\.\d\d|1\.00)\)\n/, results.slice(0, 300));
+  assert.doesNotMatch(results, /zebra-nav-token|footer text/);
+  const stats = await popup.locator('#stats').innerText();
+  const [, candidates, returned, before, after] = /^(\d+) candidates → (\d+) results · ([\d,]+) → ([\d,]+) tokens/.exec(stats);
+  assert.ok(Number(returned) >= 1 && Number(returned) <= 5 && Number(candidates) >= Number(returned), stats);
+  assert.ok(Number(after.replace(/,/g, '')) < Number(before.replace(/,/g, '')), stats);
+
+  // "Copy as context" puts the question and the compact results on the clipboard.
+  await popup.bringToFront(); // the clipboard is written by the focused page only
+  await popup.click('#copy');
+  await popup.waitForFunction(() => document.getElementById('copied').textContent || /copy failed/.test(document.getElementById('status').textContent));
+  assert.equal(await popup.locator('#status').innerText().then((t) => (/copy failed/.test(t) ? t : '')), '');
+  assert.match(await popup.locator('#copied').innerText(), /^copied [\d,]+ characters$/);
+  await popup.setViewportSize({ width: 480, height: 640 });
+  await popup.screenshot({ path: join(ARTIFACTS, 'extension-popup.png') });
+  await popup.evaluate(() => {
+    const area = document.createElement('textarea');
+    area.id = 'paste-here';
+    document.body.append(area);
+  });
+  await popup.bringToFront();
+  await popup.focus('#paste-here');
+  await popup.keyboard.press('Control+V');
+  const pasted = await popup.inputValue('#paste-here');
+  assert.equal(pasted, `Context for: which checkpoint tools move the watermark?\n\n${results}`);
+  assert.deepEqual(errors, []);
+  await popup.close();
+});
+
+test('popup: the index is restored from storage when the popup opens again; a page can be removed', async () => {
+  const { popup, errors } = await openPopup();
+  assert.match(await popup.locator('#summary').innerText(), /^2 pages, \d+ chunks/);
+  // Restored (Index.deserialize) without re-reading or re-indexing the pages.
+  assert.equal(await popup.evaluate(() => document.body.dataset.index), 'restored');
+  const saved = await popup.evaluate(async () => (await chrome.storage.local.get('index')).index);
+  assert.equal(saved.ids.length, 2);
+  assert.equal(saved.embedder.kind, 'lexical');
+  await popup.fill('#question', 'applyWatermark checkpoint tools');
+  await popup.click('#search');
+  await popup.locator('#answer').waitFor({ state: 'visible' });
+  assert.match(await popup.locator('#results').innerText(), /^\[1\] condense (README|architecture) § /);
+
+  await popup.click('#pages-box summary');
+  await popup.locator('#pages li', { hasText: 'condense architecture' }).locator('button').click();
+  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '1');
+  await popup.click('#search');
+  const results = await popup.locator('#results').innerText();
+  assert.doesNotMatch(results, /condense architecture §/);
+  assert.deepEqual(errors, []);
+  await popup.close();
+});
+
+test('popup: "Add this page" reads the last web page the user was on', async () => {
+  const tab = await ext.context.newPage();
+  await tab.goto(`${site.url}/architecture.html`);
+  await tab.bringToFront();
+  const { popup, errors } = await openPopup();
+  await popup.click('#add-current');
+  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 20_000 });
+  assert.match(await popup.locator('#status').innerText(), /^added “condense architecture” · \d+ chunks$/);
+  assert.deepEqual(errors, []);
+  await popup.close();
+});
+
+test('context menu path: the service worker stores a page, the popup adds it to the restored index', async () => {
+  const tab = await ext.context.newPage();
+  await tab.goto(`${site.url}/readme.html`);
+  // The page's tab id, as the extension sees it.
+  const url = tab.url();
+  const tabId = await ext.worker.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, url);
+  // Remove it first (the earlier tests indexed it), then add it the menu's way.
+  const { popup: first } = await openPopup();
+  await first.click('#pages-box summary');
+  await first.locator('#pages li', { hasText: 'condense README' }).locator('button').click();
+  await first.waitForFunction(() => document.getElementById('page-count').textContent === '1');
+  await first.close();
+  assert.equal(await ext.worker.evaluate((id) => self.condenseAddTab(id), tabId), url);
+
+  const { popup, errors } = await openPopup();
+  assert.equal(await popup.evaluate(() => document.body.dataset.index), 'restored');
+  assert.equal(await popup.locator('#page-count').innerText(), '2');
+  const saved = await popup.evaluate(async () => (await chrome.storage.local.get('index')).index.ids);
+  assert.ok(saved.includes(url), 'the popup saved the index with the new page');
+  await popup.fill('#question', 'applyWatermark checkpoint tools');
+  await popup.click('#search');
+  await popup.locator('#answer').waitFor({ state: 'visible' });
+  assert.match(await popup.locator('#results').innerText(), /condense README § /);
+  assert.deepEqual(errors, []);
+  await popup.close();
+});

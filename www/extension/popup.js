@@ -1,0 +1,223 @@
+// The popup: keeps an Index over the pages the user added, answers a question with compressed
+// results (condense's query) and copies them as context for an LLM. The package is bundled
+// under ./condense/ by scripts/build-extension; its wasm loads from the extension's own files
+// (instantiateStreaming, allowed by the manifest's 'wasm-unsafe-eval').
+import { Index, query, version, CondenseError } from './condense/browser.js';
+import { getEmbedder } from './embedder.js';
+import { readablePage } from './extract.js';
+import * as store from './store.js';
+
+const $ = (id) => document.getElementById(id);
+const num = (n) => Number(n).toLocaleString('en-US');
+const errorText = (e) => (e instanceof CondenseError ? `${e.code} at ${e.path || '(input)'}: ${e.reason}` : e?.message ?? String(e));
+const READABLE = /^(https?|file):/;
+
+let embedder;
+let index;
+let docs = {};
+let lastContext = '';
+
+function status(text, bad = false) {
+  $('status').textContent = text;
+  $('status').className = bad ? 'bad' : 'muted';
+}
+
+function render() {
+  const list = Object.values(docs).sort((a, b) => b.added - a.added);
+  $('summary').textContent = `${list.length} page${list.length === 1 ? '' : 's'}, ${num(index?.chunks ?? 0)} chunks · condense ${version()} · ${embedder.identity().kind}`;
+  $('page-count').textContent = list.length;
+  $('pages').innerHTML = '';
+  for (const d of list) {
+    const li = document.createElement('li');
+    const a = document.createElement('a');
+    a.href = d.url;
+    a.target = '_blank';
+    a.textContent = d.title;
+    const meta = document.createElement('span');
+    meta.className = 'meta';
+    meta.textContent = ` ${num(d.text.length)} chars`;
+    const rm = document.createElement('button');
+    rm.textContent = '×';
+    rm.title = 'Remove from the index';
+    rm.onclick = () => removePage(d.id);
+    li.append(a, meta, rm);
+    $('pages').append(li);
+  }
+  const empty = list.length === 0;
+  $('question').disabled = empty;
+  $('search').disabled = empty;
+  $('question').placeholder = empty ? 'Add a page first' : 'Ask your pages…';
+}
+
+/** Adds documents to the index, one at a time, with the progress bar. */
+async function addToIndex(list) {
+  const bar = $('progress');
+  bar.hidden = false;
+  bar.value = 0;
+  for (let k = 0; k < list.length; k++) {
+    const d = list[k];
+    if (index.get(d.id)) index.remove([d.id]);
+    index.add([{ id: d.id, path: d.title, text: d.text, metadata: { url: d.url } }], {
+      onProgress: (p) => { bar.value = (k + (p.total ? p.done / p.total : 0)) / list.length; },
+    });
+    bar.value = (k + 1) / list.length;
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  bar.hidden = true;
+}
+
+async function save() {
+  await store.saveIndex(index.serialize(), Object.keys(docs), embedder.identity());
+}
+
+/** Embedder identities compared field by field (chrome.storage does not keep key order). */
+const sameIdentity = (a, b) => {
+  const keys = [...new Set([...Object.keys(a ?? {}), ...Object.keys(b ?? {})])];
+  return keys.length > 0 && keys.every((k) => a?.[k] === b?.[k]);
+};
+
+/** The saved index when it covers exactly the stored pages with this embedder, else a new one. */
+async function openIndex() {
+  const saved = await store.savedIndex();
+  const ids = Object.keys(docs);
+  if (saved && sameIdentity(saved.embedder, embedder.identity())) {
+    try {
+      index = Index.deserialize(saved.bytes, { embedder });
+      const missing = ids.filter((id) => !index.get(id));
+      const stale = saved.ids.filter((id) => !docs[id]);
+      if (stale.length) index.remove(stale);
+      if (missing.length) {
+        await addToIndex(missing.map((id) => docs[id]));
+        await save();
+      }
+      document.body.dataset.index = 'restored';
+      return;
+    } catch (e) {
+      console.warn('condense: rebuilding the index:', errorText(e));
+    }
+  }
+  index = Index.create({ embedder });
+  document.body.dataset.index = 'built';
+  if (ids.length) {
+    status(`indexing ${ids.length} stored pages…`);
+    await addToIndex(Object.values(docs));
+    await save();
+    status('');
+  }
+}
+
+async function readTab(tab) {
+  const [{ result }] = await chrome.scripting.executeScript({ target: { tabId: tab.id }, func: readablePage });
+  if (!result?.text) throw new Error(`no readable text on ${tab.url}`);
+  return { id: result.url, url: result.url, title: result.title, text: result.text, added: Date.now() };
+}
+
+async function addTabs(tabs) {
+  const added = [];
+  const failed = [];
+  for (const tab of tabs) {
+    try {
+      const doc = await readTab(tab);
+      docs = await store.putDoc(doc);
+      added.push(doc);
+    } catch (e) {
+      failed.push(`${tab.title || tab.url}: ${e.message}`);
+    }
+  }
+  if (added.length) {
+    await addToIndex(added);
+    await save();
+  }
+  render();
+  const chunks = num(index.chunks);
+  status(failed.length
+    ? `added ${added.length}, could not read ${failed.length} (${failed.join('; ')})`
+    : `added ${added.map((d) => `“${d.title}”`).join(', ')} · ${chunks} chunks`, failed.length > 0 && !added.length);
+}
+
+/** The current page: the active tab; when the popup itself is open in a tab, the last web page used. */
+async function currentPage() {
+  const [active] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
+  if (active && READABLE.test(active.url ?? '')) return active;
+  const tabs = (await chrome.tabs.query({})).filter((t) => READABLE.test(t.url ?? ''));
+  tabs.sort((a, b) => (b.lastAccessed ?? 0) - (a.lastAccessed ?? 0));
+  return tabs[0] ?? null;
+}
+
+async function removePage(id) {
+  docs = await store.removeDoc(id);
+  if (index.get(id)) index.remove([id]);
+  await save();
+  render();
+  status('removed');
+}
+
+async function showChooser() {
+  const tabs = (await chrome.tabs.query({})).filter((t) => READABLE.test(t.url ?? ''));
+  $('tabs').innerHTML = '';
+  for (const t of tabs) {
+    const label = document.createElement('label');
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.value = t.id;
+    box.checked = !docs[t.url.replace(/#.*$/, '')];
+    label.append(box, ` ${t.title || t.url}`);
+    label.title = t.url;
+    $('tabs').append(label);
+  }
+  if (!tabs.length) $('tabs').textContent = 'No web page is open.';
+  $('chooser').hidden = false;
+}
+
+function ask(e) {
+  e?.preventDefault();
+  const question = $('question').value.trim();
+  if (!question) return;
+  try {
+    const t = performance.now();
+    const out = query(index, question, { topN: 5, format: 'compact' });
+    const ms = performance.now() - t;
+    const s = out.stats;
+    $('answer').hidden = false;
+    $('results').textContent = out.text || '(no result above minScore: try other words)';
+    $('stats').textContent = `${s.candidates} candidates → ${s.returned} results · ${num(s.tokensBefore)} → ${num(s.tokensAfter)} tokens (${s.reductionPercent}% less) · ${out.queryKind} · ${ms.toFixed(1)} ms`;
+    lastContext = out.results.length ? `Context for: ${question}\n\n${out.text}` : '';
+    $('copy').disabled = !lastContext;
+    $('copied').textContent = '';
+  } catch (err) {
+    status(errorText(err), true);
+  }
+}
+
+async function copy() {
+  await navigator.clipboard.writeText(lastContext);
+  $('copied').textContent = `copied ${num(lastContext.length)} characters`;
+}
+
+async function main() {
+  embedder = await getEmbedder();
+  docs = await store.docs();
+  await openIndex();
+  render();
+  $('add-current').disabled = false;
+  $('choose').disabled = false;
+  $('add-current').onclick = async () => {
+    const tab = await currentPage();
+    if (!tab) return status('no web page to read in this window', true);
+    await addTabs([tab]);
+  };
+  $('choose').onclick = showChooser;
+  $('chooser-close').onclick = () => { $('chooser').hidden = true; };
+  $('add-selected').onclick = async () => {
+    const ids = [...$('tabs').querySelectorAll('input:checked')].map((b) => Number(b.value));
+    $('chooser').hidden = true;
+    const tabs = (await chrome.tabs.query({})).filter((t) => ids.includes(t.id));
+    await addTabs(tabs);
+  };
+  $('ask').onsubmit = ask;
+  $('copy').onclick = () => copy().catch((e) => status(`copy failed: ${e.message}`, true));
+  $('question').focus();
+  document.body.dataset.ready = 'true';
+}
+
+main().catch((e) => status(errorText(e), true));
