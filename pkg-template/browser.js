@@ -2,6 +2,7 @@
 // instantiated with top-level await, so every function works once the import resolves.
 import init, * as glue from './condense.js';
 import { wrap } from './common.js';
+import { adapters } from './adapters.js';
 
 await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
 
@@ -11,5 +12,10 @@ export const {
   Index, query, compressResults, embed, lexicalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
+
+// Request-body adapters (adapters.js).
+export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
+/** The package in a module Web Worker (worker.js); see index.d.ts. */
+export { createBrowserWorker as createWorker } from './worker-client.js';
 /** Resolved once the module is ready (already, after the import). */
 export const ready = Promise.resolve();
