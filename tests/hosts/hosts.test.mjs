@@ -116,7 +116,7 @@ test('Node worker_threads: createWorker with progress, errors and a free main th
   // The main thread kept ticking while the worker indexed; the same work here blocks it.
   console.log(`worker_threads: indexing ${out.workerMs.toFixed(0)} ms in the worker, longest main-thread gap ${out.maxGap.toFixed(0)} ms; on the main thread it blocks ${out.blockedMs.toFixed(0)} ms`);
   assert.ok(out.ticks > 0, 'no timer tick while the worker indexed');
-  assert.ok(out.maxGap < Math.max(100, out.blockedMs / 2), `main thread stalled ${out.maxGap} ms (indexing blocks ${out.blockedMs} ms)`);
+  assert.ok(out.maxGap < Math.max(150, out.blockedMs / 2), `main thread stalled ${out.maxGap} ms (indexing blocks ${out.blockedMs} ms)`);
 });
 
 test('TypeScript: the strict consumer compiles, a wrong one does not', () => {
@@ -213,7 +213,7 @@ function checkPage({ result, logs, requests }) {
   assert.equal(worker.saved, main.saved, 'the worker and the page disagree');
   assert.equal(worker.afterTerminate, 'invalid_state');
   console.log(`page: indexing ${worker.workerMs.toFixed(0)} ms in the worker, longest main-thread gap ${worker.maxGap.toFixed(0)} ms; on the page it blocks ${worker.blockedMs.toFixed(0)} ms`);
-  assert.ok(worker.maxGap < Math.max(100, worker.blockedMs / 2), `page stalled ${worker.maxGap} ms while the worker indexed (indexing on the page blocks ${worker.blockedMs} ms)`);
+  assert.ok(worker.maxGap < Math.max(150, worker.blockedMs / 2), `page stalled ${worker.maxGap} ms while the worker indexed (indexing on the page blocks ${worker.blockedMs} ms)`);
   // The wasm was fetched with the right type (instantiateStreaming, no fallback warning), only from this origin.
   assert.ok(!logs.some((l) => /application\/wasm|MIME/i.test(l)), logs.join('\n'));
   assert.ok(requests.every((u) => u.startsWith('http://127.0.0.1:')), requests.join('\n'));
