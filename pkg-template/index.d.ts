@@ -710,17 +710,27 @@ export interface CondenseWorker {
   readonly version: string;
   /** The identity of the worker's embedder. */
   readonly embedder: EmbedderIdentity;
+  /** applyWatermark in the worker (the messages are copied, so no result message is your object). */
   applyWatermark(messages: Message[], state?: WatermarkState | null, options?: WatermarkOptions | null): Promise<WatermarkResult>;
+  /** applyWatermarkJson in the worker. */
   applyWatermarkJson(json: string, state?: WatermarkState | null, options?: WatermarkOptions | null): Promise<WatermarkJsonResult>;
+  /** validate in the worker. */
   validate(messages: Message[] | string, options?: ValidateOptions | null): Promise<Validation>;
+  /** compress in the worker. */
   compress(messages: Message[], options?: CompressOptions | null): Promise<CompressResult>;
+  /** compressJson in the worker. */
   compressJson(json: string, options?: CompressOptions | null): Promise<CompressJsonResult>;
+  /** uncompress in the worker (objects). */
   uncompress(messages: Message[], verbatim: Record<string, Message[]>): Promise<Message[]>;
+  /** uncompress in the worker (JSON text). */
   uncompress(json: string, verbatim: string): Promise<string>;
   /** compressResults with the worker's embedder. */
   compressResults(candidates: Candidate[], question: string, options?: QueryOptions | null): Promise<QueryResult>;
+  /** watermarkRequest in the worker. */
   watermarkRequest(body: RequestBody, state?: WatermarkState | null, options?: WatermarkRequestOptions | null): Promise<WatermarkRequestResult>;
+  /** compressRequest in the worker. */
   compressRequest(body: RequestBody, options?: CompressRequestOptions | null): Promise<CompressRequestResult>;
+  /** prepareRequest in the worker (`savings.ms` is the worker's time, without the messaging). */
   prepareRequest(body: RequestBody, options?: PrepareRequestOptions | null): Promise<PrepareRequestResult>;
   /** embed with the worker's embedder (the vectors are transferred). */
   embed(texts: string[]): Promise<Float32Array[]>;

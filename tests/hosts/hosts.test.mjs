@@ -121,7 +121,7 @@ test('Node worker_threads: createWorker with progress, errors and a free main th
 
 test('TypeScript: the strict consumer compiles, a wrong one does not', () => {
   const ok = run(bin('tsc'), ['-p', 'tsconfig.json']);
-  assert.equal(ok.status, 0, `tsc failed on consumer.ts:\n${ok.stdout}${ok.stderr}`);
+  assert.equal(ok.status, 0, `tsc failed on consumer.mts or cjs-consumer.cts:\n${ok.stdout}${ok.stderr}`);
   const bad = run(bin('tsc'), ['-p', 'tsconfig.bad.json']);
   assert.notEqual(bad.status, 0, 'bad.ts compiled');
   assert.match(bad.stdout, /recencyWindw/);
@@ -171,23 +171,26 @@ function serve(dir) {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok({ url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() })));
 }
 
-async function openPage(dir, file = '') {
+async function openPage(dir, file = '', url = null) {
   if (!browser) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   }
-  const server = await serve(dir);
+  const server = url ? { url, close() {} } : await serve(dir);
   const page = await browser.newPage();
   const logs = [];
   page.on('console', (m) => logs.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
+  const missing = [];
+  page.on('response', (r) => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) missing.push(`${r.status()} ${r.url()}`); });
   try {
     await page.goto(server.url + file);
     await page.waitForFunction(() => window.__condense || window.__condenseError, null, { timeout: 60_000 });
     const error = await page.evaluate(() => window.__condenseError);
     assert.equal(error, undefined, `${error}\n${logs.join('\n')}`);
+    assert.deepEqual(missing, [], 'failed requests');
     return { result: await page.evaluate(() => window.__condense), logs, requests };
   } finally {
     await page.close();
@@ -266,4 +269,20 @@ test("Vite build in Chromium: a user's module worker importing the package, with
   const page = await openPage(out, 'user-worker.html');
   assert.ok(page.result.userWorker, 'the user worker did not run');
   checkPage(page);
+});
+
+test('Vite dev server in Chromium: no configuration, a user worker and createWorker()', async () => {
+  const { createServer: createViteServer } = await import('vite');
+  const server = await createViteServer({
+    root: join(app, 'web'), configFile: false, logLevel: 'error', cacheDir: join(app, '.vite-cache'),
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false },
+  });
+  await server.listen();
+  try {
+    const page = await openPage(null, '', `${server.resolvedUrls.local[0]}user-worker.html`);
+    assert.ok(page.result.userWorker, 'the user worker did not run');
+    checkPage(page);
+  } finally {
+    await server.close();
+  }
 });
