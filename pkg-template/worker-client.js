@@ -160,7 +160,11 @@ export async function createBrowserWorker(options) {
     post: (message, transfer) => worker.postMessage(message, transfer),
     listen: (handler) => worker.addEventListener('message', (event) => handler(event.data)),
     onFailure: (fail) => {
-      worker.addEventListener('error', (event) => fail(`the worker failed: ${event.message || 'error loading the worker script'}`));
+      worker.addEventListener('error', (event) => fail(event.message
+        ? `the worker failed: ${event.message}`
+        : given === undefined
+          ? 'the worker script could not be loaded (a bundler that does not follow new Worker(new URL(...)), such as esbuild, needs createWorker({ worker }): see the README)'
+          : 'the worker script could not be loaded'));
       worker.addEventListener('messageerror', () => fail('a message from the worker could not be read'));
     },
     terminate: async () => worker.terminate(),

@@ -70,6 +70,17 @@ test('the tarball holds exactly the package files, and package.json points at th
   assert.ok(existsSync(join(app, 'node_modules', 'condense-ctx', 'condense_bg.wasm')));
 });
 
+test('the tarball passes publint and arethetypeswrong (types for import, require and bundlers)', () => {
+  const lint = run(bin('publint'), ['--strict', pkgDir]);
+  assert.equal(lint.status, 0, lint.stdout + lint.stderr);
+  // The .wasm is an asset, not a module; require() of the ES worker entry is require(esm) (Node 20.19+).
+  const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--exclude-entrypoints', './condense_bg.wasm', '--ignore-rules', 'cjs-resolves-to-esm']);
+  const problems = Object.values(JSON.parse(attw.stdout).problems ?? {}).flat()
+    .filter((p) => !(p.kind === 'CJSResolvesToESM' && p.entrypoint === './worker'));
+  assert.deepEqual(problems, [], attw.stdout);
+  assert.equal(attw.status, 0, attw.stdout + attw.stderr);
+});
+
 test('Node ESM: one import', () => {
   const { out } = nodeJson('esm.mjs', join(tmp, 'fixtures', 'anthropic-request.json'));
   assert.match(out.version, /^\d+\.\d+\.\d+/);
@@ -171,7 +182,7 @@ function serve(dir) {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok({ url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() })));
 }
 
-async function openPage(dir, file = '', url = null) {
+async function openPage(dir, file = '', url = null, { allowMissing = [] } = {}) {
   if (!browser) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
@@ -184,7 +195,8 @@ async function openPage(dir, file = '', url = null) {
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
   const missing = [];
-  page.on('response', (r) => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) missing.push(`${r.status()} ${r.url()}`); });
+  const expected = ['/favicon.ico', ...allowMissing];
+  page.on('response', (r) => { if (r.status() >= 400 && !expected.some((p) => r.url().endsWith(p))) missing.push(`${r.status()} ${r.url()}`); });
   try {
     await page.goto(server.url + file);
     await page.waitForFunction(() => window.__condense || window.__condenseError, null, { timeout: 60_000 });
@@ -222,6 +234,16 @@ function checkPage({ result, logs, requests }) {
   assert.ok(requests.every((u) => u.startsWith('http://127.0.0.1:')), requests.join('\n'));
   assert.ok(requests.some((u) => u.endsWith('.wasm')));
 }
+
+test('no bundler in Chromium: the installed package served as is, an import map, createWorker()', async () => {
+  const { result } = await openPage(app, 'plain.html', null, { allowMissing: ['/no-such-worker.js'] });
+  assert.ok(result.main > 1);
+  assert.equal(result.inWorker, result.main);
+  assert.equal(result.added, 2);
+  assert.deepEqual(result.phases.filter((p) => p !== 'index'), ['chunk', 'embed']);
+  assert.equal(result.hit, 'a');
+  assert.deepEqual(result.missing, { isCondenseError: true, code: 'invalid_state', path: 'worker' });
+});
 
 test('esbuild bundle in Chromium: page, user worker, createWorker({worker})', async () => {
   const esbuild = await import('esbuild');
