@@ -50,6 +50,9 @@ export async function connect(endpoint, options) {
     pending.clear();
   };
   endpoint.onFailure(fail);
+  // A worker passed in may have said `ready` before we listened: ask again (a worker still
+  // loading drops the ping and says `ready` when it is).
+  try { endpoint.post({ op: 'ping' }, []); } catch { /* reported by onFailure */ }
 
   function call(op, args, onProgress, transfer) {
     if (failure) return Promise.reject(stopped(failure));

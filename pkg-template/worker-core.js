@@ -108,6 +108,8 @@ export function serve(api, port) {
   // One request at a time, in arrival order (the wasm instance is single-threaded anyway).
   let queue = Promise.resolve();
   port.listen((message) => {
+    // A client that attached to an already started worker may have missed `ready`: it pings.
+    if (message?.op === 'ping' && message.id === undefined) { port.post({ ready: true }); return; }
     const { id, op, args } = message ?? {};
     queue = queue.then(async () => {
       try {

@@ -129,3 +129,12 @@ test('createWorker: options checked, worker errors and a crashed worker arrive a
   await inFlight;
   await rejectsCode(worker.validate(messages), 'invalid_state', 'worker');
 });
+
+test('createWorker attaches to a worker started earlier (its ready message already sent)', { timeout: 20_000 }, async () => {
+  const { Worker } = await import('node:worker_threads');
+  const started = new Worker(new URL('pkg/worker-node.js', root));
+  await new Promise((ok) => started.once('message', ok)); // its `ready`, gone before createWorker listens
+  const worker = await createWorker({ worker: started });
+  assert.equal((await worker.compress([{ role: 'user', content: 'hi' }])).messages.length, 1);
+  await worker.terminate();
+});
