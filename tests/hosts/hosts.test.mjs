@@ -139,16 +139,28 @@ test('TypeScript: the strict consumer compiles, a wrong one does not', () => {
   assert.match(bad.stdout, /bad\.ts\(4,/);
 });
 
-test("the README's JS examples run", () => {
-  const readme = readFileSync(join(app, 'node_modules', 'condense-ctx', 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-  assert.ok(blocks.length >= 3, `only ${blocks.length} js blocks in the README`);
+/** The ```js blocks of a markdown file. */
+const jsBlocks = (text) => [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+
+function runBlocks(name, blocks, prelude) {
   blocks.forEach((code, i) => {
-    const file = join(app, `readme-${i}.mjs`);
-    writeFileSync(file, code);
+    const file = join(app, `${name}-${i}.mjs`);
+    writeFileSync(file, prelude + code);
     const r = run(process.execPath, [file], { cwd: app });
-    assert.equal(r.status, 0, `README example ${i} failed:\n${code}\n${r.stderr}`);
+    assert.equal(r.status, 0, `${name} example ${i} failed:\n${code}\n${r.stderr}`);
   });
+}
+
+test("the package README's JS examples run as they are", () => {
+  const blocks = jsBlocks(readFileSync(join(app, 'node_modules', 'condense-ctx', 'README.md'), 'utf8'));
+  assert.ok(blocks.length >= 3, `only ${blocks.length} js blocks in the package README`);
+  runBlocks('pkg-readme', blocks, '');
+});
+
+test("the repository README's JS examples run (with the fixtures' request, messages, docs)", () => {
+  const blocks = jsBlocks(readFileSync(join(root, 'README.md'), 'utf8'));
+  assert.ok(blocks.length >= 3, `only ${blocks.length} js blocks in README.md`);
+  runBlocks('readme', blocks, "import './readme-prelude.mjs';\n");
 });
 
 test('examples/agent-middleware.mjs on recorded request bodies', () => {
