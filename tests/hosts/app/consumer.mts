@@ -220,6 +220,9 @@ async function inWorker(): Promise<void> {
   const p: PrepareRequestResult = await worker.prepareRequest(body, { state: a.state });
   read(cw, cwj, ww, wwj, vw, uw, uwj, rw, ew, a, b, p);
   await worker.terminate();
+  // A Web Worker started by the caller (a bundle entry importing condense-ctx/worker).
+  const own: CondenseWorker = await createWorker({ worker: new Worker(new URL('./condense-worker.js', 'https://example.invalid/'), { type: 'module' }) });
+  await own.terminate();
   const minilm: WorkerEmbedder = { minilm: { modelUrl: 'https://example.invalid/model.onnx' } };
   read(minilm, version());
 }
