@@ -2,7 +2,6 @@
 // instantiated with top-level await, so every function works once the import resolves.
 import init, * as glue from './condense.js';
 import { wrap } from './common.js';
-import { adapters } from './adapters.js';
 
 await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
 
@@ -13,7 +12,8 @@ export const {
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
 
-// Request-body adapters (adapters.js).
+// Request-body adapters (adapters.js) and, in node.js and browser.js, createWorker().
+import { adapters } from './adapters.js';
 export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
 /** The package in a module Web Worker (worker.js); see index.d.ts. */
 export { createBrowserWorker as createWorker } from './worker-client.js';

@@ -3,9 +3,6 @@
 import { readFileSync } from 'node:fs';
 import * as glue from './condense.js';
 import { wrap } from './common.js';
-import { Worker } from 'node:worker_threads';
-import { adapters } from './adapters.js';
-import { connect, checkWorkerOptions } from './worker-client.js';
 
 glue.initSync({ module: readFileSync(new URL('./condense_bg.wasm', import.meta.url)) });
 
@@ -16,7 +13,10 @@ export const {
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
 
-// Request-body adapters (adapters.js).
+// Request-body adapters (adapters.js) and, in node.js and browser.js, createWorker().
+import { Worker } from 'node:worker_threads';
+import { adapters } from './adapters.js';
+import { connect, checkWorkerOptions } from './worker-client.js';
 export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
 
 /** The package in a worker_threads Worker (worker-node.js); see index.d.ts. */
