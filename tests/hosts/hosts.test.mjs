@@ -76,7 +76,9 @@ test('the tarball passes publint and arethetypeswrong (types for import, require
   // The module entry points (the .wasm and model files are assets); require() of the ES worker
   // entry is require(esm) (Node 20.19+).
   const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--entrypoints', '.', './worker', '--ignore-rules', 'cjs-resolves-to-esm']);
-  const problems = Object.values(JSON.parse(attw.stdout).problems ?? {}).flat()
+  const report = JSON.parse(attw.stdout);
+  assert.deepEqual(Object.keys(report.analysis.entrypoints), ['.', './worker']);
+  const problems = Object.values(report.problems ?? {}).flat()
     .filter((p) => !(p.kind === 'CJSResolvesToESM' && p.entrypoint === './worker'));
   assert.deepEqual(problems, [], attw.stdout);
   assert.equal(attw.status, 0, attw.stdout + attw.stderr);
