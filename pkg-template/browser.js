@@ -1,45 +1,10 @@
 // Browser (and bundler) entry: the wasm module is fetched relative to this file and
 // instantiated with top-level await, so every function works once the import resolves.
 import init, * as glue from './condense.js';
-import initEngine, * as engineGlue from './condense_embed.js';
-import { wrap, CondenseError, MODEL_FILES, modelError, readResponse } from './common.js';
+import { wrap } from './common.js';
+import { host } from './browser-host.js';
 
 await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
-
-/** Model files are fetched (relative to this module by default); there is no file system. */
-const host = {
-  readPath(_where, _file, path) {
-    throw new CondenseError('invalid_options', path, `invalid_options at ${path}: paths are for Node; in a browser pass ${path.replace('Path', 'Url')} or bytes`, 'paths are for Node');
-  },
-  async fetchUrl(url, file, path, onProgress) {
-    let response;
-    try {
-      response = await fetch(url);
-    } catch (e) {
-      throw modelError(path, `cannot fetch ${url}: ${e.message}`);
-    }
-    return readResponse(response, file, path, onProgress);
-  },
-  defaultSource: (file) => ({ url: new URL(`./${MODEL_FILES[file]}`, import.meta.url) }),
-  /** The model engine's wasm module (condense_embed_bg.wasm), fetched on first use with progress
-   * (`file: 'engine'`) and instantiated once. */
-  engine(onProgress) {
-    engineLoading ??= (async () => {
-      const url = new URL('./condense_embed_bg.wasm', import.meta.url);
-      let response;
-      try {
-        response = await fetch(url);
-      } catch (e) {
-        throw modelError('engine', `cannot fetch ${url}: ${e.message}`);
-      }
-      const bytes = await readResponse(response, 'engine', 'engine', onProgress);
-      await initEngine({ module_or_path: bytes });
-      return engineGlue;
-    })();
-    return engineLoading.catch((e) => { engineLoading = null; throw e; });
-  },
-};
-let engineLoading = null;
 
 const api = wrap(glue, host);
 export const {
@@ -47,5 +12,11 @@ export const {
   Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
+
+// Request-body adapters (adapters.js) and, in node.js and browser.js, createWorker().
+import { adapters } from './adapters.js';
+export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
+/** The package in a module Web Worker (worker.js); see index.d.ts. */
+export { createBrowserWorker as createWorker } from './worker-client.js';
 /** Resolved once the module is ready (already, after the import). */
 export const ready = Promise.resolve();

@@ -612,3 +612,202 @@ export function version(): string;
 
 /** Resolved when the wasm module is ready (the import already waits for it). */
 export const ready: Promise<void>;
+
+// ---------------------------------------------------------------------------- request bodies
+
+/** A provider's request body as JSON text: an Anthropic Messages or OpenAI Chat Completions request. */
+export type RequestBody = string;
+
+/** Which provider's rules apply to a request body. @default detected per message */
+export type Provider = Format;
+
+/** Options of watermarkRequest: applyWatermark's, with `provider` for `format`. */
+export interface WatermarkRequestOptions extends Omit<WatermarkOptions, 'format'> {
+  /** Force a provider's shape instead of detecting it. @default detected */
+  provider?: Provider;
+}
+
+/** Options of compressRequest: compress's, with `provider` for `format`. */
+export interface CompressRequestOptions extends Omit<CompressOptions, 'format'> {
+  /** Force a provider's shape instead of detecting it. @default detected */
+  provider?: Provider;
+}
+
+/** The result of watermarkRequest. */
+export interface WatermarkRequestResult {
+  /** The request body with its `messages` pruned; every other member (model, system, tools, …) keeps its bytes. */
+  body: RequestBody;
+  /** Pass this to the next call. */
+  state: WatermarkState;
+  /** Counts (of the messages). */
+  stats: WatermarkStats;
+  /** Warnings (e.g. `watermark_not_found`: nothing was pruned). */
+  warnings: Warning[];
+}
+
+/** The result of compressRequest. */
+export interface CompressRequestResult {
+  /** The request body with its `messages` compressed; every other member keeps its bytes. */
+  body: RequestBody;
+  /** The originals of rewritten messages as JSON text: `uncompress(messagesJson, verbatim)` restores them. */
+  verbatim: string;
+  /** Counts (of the messages). */
+  stats: CompressStats;
+  /** Decisions, with `trace: true`. */
+  trace?: Decision[];
+}
+
+/** Options of prepareRequest. Unknown keys are refused with `invalid_options`. */
+export interface PrepareRequestOptions {
+  /** Force a provider's shape for both steps. @default detected */
+  provider?: Provider;
+  /** The watermark state from the previous call. @default `{ watermark: null }` */
+  state?: WatermarkState | null;
+  /** applyWatermark's options, or `false` to skip the step. @default {} */
+  watermark?: Omit<WatermarkOptions, 'format'> | false | null;
+  /** compress's options, or `false` to skip the step. @default {} */
+  compress?: Omit<CompressOptions, 'format'> | false | null;
+}
+
+/** What prepareRequest saved, measured on the body's JSON text. */
+export interface Savings {
+  /** Characters (UTF-16 code units) of the body before. */
+  charsBefore: number;
+  /** Characters after. */
+  charsAfter: number;
+  /** charsBefore − charsAfter. */
+  saved: number;
+  /** saved / charsBefore in percent, one decimal. */
+  percent: number;
+  /** Time both steps took, in milliseconds. */
+  ms: number;
+}
+
+/** The result of prepareRequest. */
+export interface PrepareRequestResult {
+  /** The body to send: watermarked, then compressed. */
+  body: RequestBody;
+  /** Keep for the next call (`options.state`). */
+  state: WatermarkState;
+  /** compress's verbatim map as JSON text (`"{}"` when the step was skipped). */
+  verbatim: string;
+  /** The watermark step's stats and warnings, or null when skipped. */
+  watermark: { stats: WatermarkStats; warnings: Warning[] } | null;
+  /** The compress step's stats (and trace), or null when skipped. */
+  compress: { stats: CompressStats; trace?: Decision[] } | null;
+  /** Size of the body before and after both steps. */
+  savings: Savings;
+}
+
+/**
+ * applyWatermark on the `messages` of a request body (JSON text in, JSON text out).
+ * @throws {CondenseError} `invalid_input` when `body` is not a JSON object text; the core's codes otherwise.
+ */
+export function watermarkRequest(body: RequestBody, state?: WatermarkState | null, options?: WatermarkRequestOptions | null): WatermarkRequestResult;
+
+/**
+ * compress on the `messages` of a request body (JSON text in, JSON text out).
+ * @throws {CondenseError} `invalid_input` when `body` is not a JSON object text; the core's codes otherwise.
+ */
+export function compressRequest(body: RequestBody, options?: CompressRequestOptions | null): CompressRequestResult;
+
+/**
+ * What an agent loop runs before each model call: applyWatermark, then compress, on a request
+ * body, with the savings.
+ * @throws {CondenseError}
+ */
+export function prepareRequest(body: RequestBody, options?: PrepareRequestOptions | null): PrepareRequestResult;
+
+// ---------------------------------------------------------------------------- worker
+
+/**
+ * The embedder a worker makes for itself (wasm objects cannot cross threads): `'lexical'`,
+ * `'minilm'` (loadEmbedder() with its defaults) or `{ minilm: options }` (loadEmbedder(options);
+ * the options must be structured-cloneable: strings, URLs as strings, bytes as Uint8Array).
+ */
+export type WorkerEmbedder = 'lexical' | 'minilm' | { minilm: Record<string, unknown> | null };
+
+/** Options of createWorker. Unknown keys are refused with `invalid_options`. */
+export interface WorkerOptions {
+  /** The embedder of the worker's indexes, `embed` and `compressResults`. @default 'lexical' */
+  embedder?: WorkerEmbedder;
+  /**
+   * The worker to use instead of the package's own: a started Worker (Web Worker, or Node's
+   * worker_threads Worker) running `condense-ctx/worker`, or the URL of such a module script.
+   * Needed where the bundler does not follow `new Worker(new URL(...))` (esbuild).
+   * @default the package's worker.js (browsers) or worker-node.js (Node)
+   */
+  worker?: string | URL | { postMessage(message: unknown, transfer?: unknown[]): void; terminate(): unknown };
+}
+
+/** An Index living in a worker. Same methods as Index, returning Promises. */
+export interface WorkerIndex {
+  /** Number of documents, as of the last add/remove. */
+  readonly size: number;
+  /** Number of chunks, as of the last add/remove. */
+  readonly chunks: number;
+  /** Index.add in the worker; `onProgress` receives its phases on this thread. @throws {CondenseError} */
+  add(documents: Document[], options?: { onProgress?: (progress: Progress) => void }): Promise<number>;
+  /** Index.remove. */
+  remove(ids: string[]): Promise<number>;
+  /** Index.get. */
+  get(id: string): Promise<DocumentInfo | undefined>;
+  /** Index.query. @throws {CondenseError} */
+  query(question: string, options?: QueryOptions | null): Promise<QueryResult>;
+  /** Index.serialize (the bytes are transferred, not copied). */
+  serialize(): Promise<Uint8Array>;
+  /** Index.identity. */
+  identity(): Promise<EmbedderIdentity>;
+  /** Releases the index's memory in the worker; later calls fail with `invalid_state`. */
+  free(): Promise<void>;
+}
+
+/**
+ * The package's functions running in a worker: the same arguments and results, as Promises.
+ * Errors arrive as `CondenseError` with `code` and `path`; after `terminate()` or a crash of the
+ * worker every call fails with `invalid_state` at `worker`. Calls run one at a time, in order.
+ */
+export interface CondenseWorker {
+  /** The package version in the worker. */
+  readonly version: string;
+  /** The identity of the worker's embedder. */
+  readonly embedder: EmbedderIdentity;
+  /** applyWatermark in the worker (the messages are copied, so no result message is your object). */
+  applyWatermark(messages: Message[], state?: WatermarkState | null, options?: WatermarkOptions | null): Promise<WatermarkResult>;
+  /** applyWatermarkJson in the worker. */
+  applyWatermarkJson(json: string, state?: WatermarkState | null, options?: WatermarkOptions | null): Promise<WatermarkJsonResult>;
+  /** validate in the worker. */
+  validate(messages: Message[] | string, options?: ValidateOptions | null): Promise<Validation>;
+  /** compress in the worker. */
+  compress(messages: Message[], options?: CompressOptions | null): Promise<CompressResult>;
+  /** compressJson in the worker. */
+  compressJson(json: string, options?: CompressOptions | null): Promise<CompressJsonResult>;
+  /** uncompress in the worker (objects). */
+  uncompress(messages: Message[], verbatim: Record<string, Message[]>): Promise<Message[]>;
+  /** uncompress in the worker (JSON text). */
+  uncompress(json: string, verbatim: string): Promise<string>;
+  /** compressResults with the worker's embedder. */
+  compressResults(candidates: Candidate[], question: string, options?: QueryOptions | null): Promise<QueryResult>;
+  /** watermarkRequest in the worker. */
+  watermarkRequest(body: RequestBody, state?: WatermarkState | null, options?: WatermarkRequestOptions | null): Promise<WatermarkRequestResult>;
+  /** compressRequest in the worker. */
+  compressRequest(body: RequestBody, options?: CompressRequestOptions | null): Promise<CompressRequestResult>;
+  /** prepareRequest in the worker (`savings.ms` is the worker's time, without the messaging). */
+  prepareRequest(body: RequestBody, options?: PrepareRequestOptions | null): Promise<PrepareRequestResult>;
+  /** embed with the worker's embedder (the vectors are transferred). */
+  embed(texts: string[]): Promise<Float32Array[]>;
+  /** An empty index in the worker, with the worker's embedder. @throws {CondenseError} `invalid_options` */
+  createIndex(options?: Omit<IndexOptions, 'embedder'> | null): Promise<WorkerIndex>;
+  /** An index from `serialize()` bytes, with the worker's embedder. @throws {CondenseError} `invalid_index`, `embedder_mismatch` */
+  loadIndex(bytes: Uint8Array): Promise<WorkerIndex>;
+  /** Stops the worker; pending calls fail with `invalid_state`. */
+  terminate(): Promise<void>;
+}
+
+/**
+ * Starts the package in a worker (a module Web Worker in browsers, worker_threads in Node) so
+ * indexing and compression do not block this thread. Resolves once the worker's wasm and
+ * embedder are loaded. In Node an idle worker does not keep the process alive.
+ * @throws {CondenseError} `invalid_options`; `invalid_state` when the worker cannot start.
+ */
+export function createWorker(options?: WorkerOptions | null): Promise<CondenseWorker>;

@@ -13,7 +13,7 @@ if (!pkgDir || !binary || fixtures.length === 0) {
   process.exit(2);
 }
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node)).href);
+const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 
 const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 }];
 const cases = [];

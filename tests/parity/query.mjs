@@ -15,7 +15,7 @@ if (!pkgDir || !binary || !docsFile || !queriesFile) {
   process.exit(2);
 }
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node)).href);
+const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 const lines = (f) => readFileSync(f, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 const docs = lines(docsFile);
 const queries = lines(queriesFile);
