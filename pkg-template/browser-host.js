@@ -2,7 +2,7 @@
 // (relative to this module by default); there is no file system. No top-level await, so the
 // Web Worker (worker.js) can use it in any bundler worker format.
 import initEngine, * as engineGlue from './condense_embed.js';
-import { CondenseError, MODEL_FILES, modelError, readResponse } from './common.js';
+import { CondenseError, modelError, readResponse } from './common.js';
 
 /** Model files are fetched (relative to this module by default); there is no file system. */
 export const host = {
@@ -18,7 +18,13 @@ export const host = {
     }
     return readResponse(response, file, path, onProgress);
   },
-  defaultSource: (file) => ({ url: new URL(`./${MODEL_FILES[file]}`, import.meta.url) }),
+  // Literal URLs, one per file: bundlers (Vite, webpack) rewrite `new URL('./literal',
+  // import.meta.url)` to the emitted asset, but turn a template into a glob of the folder.
+  defaultSource: (file) => ({
+    url: file === 'model'
+      ? new URL('./models/model.onnx', import.meta.url)
+      : new URL('./models/tokenizer.json', import.meta.url),
+  }),
   /** The model engine's wasm module (condense_embed_bg.wasm), fetched on first use with progress
    * (`file: 'engine'`) and instantiated once. */
   engine(onProgress) {

@@ -56,9 +56,6 @@ function guard(f) {
   };
 }
 
-/** Where the model files sit in the package, relative to the entry modules. */
-export const MODEL_FILES = Object.freeze({ model: 'models/model.onnx', tokenizer: 'models/tokenizer.json' });
-
 const LOAD_KEYS = new Set([
   'model', 'tokenizer', 'modelPath', 'tokenizerPath', 'modelUrl', 'tokenizerUrl',
   'maxTokens', 'batchSize', 'onProgress',

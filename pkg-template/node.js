@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import * as glue from './condense.js';
 import * as engineGlue from './condense_embed.js';
-import { wrap, CondenseError, MODEL_FILES, modelError, readResponse } from './common.js';
+import { wrap, CondenseError, modelError, readResponse } from './common.js';
 
 glue.initSync({ module: readFileSync(new URL('./condense_bg.wasm', import.meta.url)) });
 
@@ -48,8 +48,8 @@ const host = {
 };
 let engineReady = false;
 const defaults = {
-  model: fileURLToPath(new URL(`./${MODEL_FILES.model}`, import.meta.url)),
-  tokenizer: fileURLToPath(new URL(`./${MODEL_FILES.tokenizer}`, import.meta.url)),
+  model: fileURLToPath(new URL('./models/model.onnx', import.meta.url)),
+  tokenizer: fileURLToPath(new URL('./models/tokenizer.json', import.meta.url)),
 };
 
 const api = wrap(glue, host);

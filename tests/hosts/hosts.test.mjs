@@ -214,7 +214,8 @@ async function openPage(dir, file = '', url = null, { allowMissing = [] } = {}) 
   page.on('response', (r) => { if (r.status() >= 400 && !expected.some((p) => r.url().endsWith(p))) missing.push(`${r.status()} ${r.url()}`); });
   try {
     await page.goto(server.url + file);
-    await page.waitForFunction(() => window.__condense || window.__condenseError, null, { timeout: 60_000 });
+    await page.waitForFunction(() => window.__condense || window.__condenseError, null, { timeout: 60_000 })
+      .catch((e) => { throw new Error(`${e.message}\npage console:\n${logs.join('\n')}\nfailed requests: ${missing.join(', ')}`); });
     const error = await page.evaluate(() => window.__condenseError);
     assert.equal(error, undefined, `${error}\n${logs.join('\n')}`);
     assert.deepEqual(missing, [], 'failed requests');

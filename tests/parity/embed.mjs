@@ -22,7 +22,7 @@ if (!pkgDir || !binary || !referenceFile) {
   process.exit(2);
 }
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node)).href);
+const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 const reference = JSON.parse(readFileSync(referenceFile, 'utf8'));
 const cases = reference.cases;
 
