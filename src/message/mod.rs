@@ -47,7 +47,7 @@ pub fn views_from_values(messages: &[Value]) -> Result<Vec<MessageView<'_>>, Err
 pub fn views_from_raws<'a>(raws: &[&'a RawValue]) -> Result<Vec<MessageView<'a>>, Error> {
     raws.iter()
         .enumerate()
-        .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
+        .map(|(i, r)| MessageView::from_raw_at(r, || join_index("messages", i)))
         .collect()
 }
 

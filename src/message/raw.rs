@@ -86,8 +86,16 @@ impl<'a> Slot<'a> {
 impl<'a> RawObject<'a> {
     /// Reads the members of a raw JSON object.
     pub fn parse(raw: &'a RawValue, path: &str) -> Result<RawObject<'a>, Error> {
+        RawObject::parse_at(raw, || path.to_string())
+    }
+
+    /// [`RawObject::parse`] with the path built only for an error.
+    pub(crate) fn parse_at(
+        raw: &'a RawValue,
+        path: impl FnOnce() -> String,
+    ) -> Result<RawObject<'a>, Error> {
         let members: Members<'a> =
-            serde_json::from_str(raw.get()).map_err(|e| Error::json(path, &e))?;
+            serde_json::from_str(raw.get()).map_err(|e| Error::json(path(), &e))?;
         Ok(RawObject {
             members: members
                 .0

@@ -172,7 +172,6 @@ impl<'a> Pruner<'a, '_> {
             let old = std::mem::take(edit.blocks(&views[i]));
             let mut kept = Vec::with_capacity(old.len());
             for (b, (mut slot, kind)) in old.into_iter().enumerate() {
-                let path = format!("messages[{i}].content[{b}]");
                 match act.get(b).copied().unwrap_or(Act::Keep) {
                     Act::Remove => {
                         changed = true;
@@ -183,6 +182,7 @@ impl<'a> Pruner<'a, '_> {
                         let (name, id) = pair
                             .map(|p| (p.name.as_str(), p.id.as_str()))
                             .unwrap_or(("tool", ""));
+                        let path = format!("messages[{i}].content[{b}]");
                         let obj = as_object(&mut slot, &path)?;
                         if kind == BlockKind::ToolResult {
                             if let Some(marker) = self.placeholder(obj.get("content"), name, id) {

@@ -291,7 +291,7 @@ impl<'a> Pruner<'a, '_> {
     /// Opens message `i` for rewriting.
     pub(super) fn open(&self, i: usize) -> Result<Edit<'a>, Error> {
         Ok(Edit {
-            obj: RawObject::parse(self.raws[i], &join_index("messages", i))?,
+            obj: RawObject::parse_at(self.raws[i], || join_index("messages", i))?,
             blocks: None,
             merged: false,
         })
