@@ -17,12 +17,14 @@
 mod document;
 mod model;
 mod raw;
+mod scan;
 mod validate;
 mod view;
 
 pub use document::RawDocument;
 pub use model::{BlockKind, Format, Role};
 pub use raw::{RawObject, Slot};
+pub(crate) use scan::scan_messages;
 pub use validate::{
     validate, validate_json, validate_views, ValidateOptions, Validation, Violation,
     VIOLATION_CODES,

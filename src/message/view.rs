@@ -111,7 +111,28 @@ pub struct FunctionView<'a> {
     pub name: Option<Cow<'a, str>>,
 }
 
-impl BlockView<'_> {
+impl<'a> BlockView<'a> {
+    /// A view read by the one-pass scanner (`super::scan`).
+    pub(super) fn scanned(
+        type_name: Cow<'a, str>,
+        id: Option<Cow<'a, str>>,
+        name: Option<Cow<'a, str>>,
+        tool_use_id: Option<Cow<'a, str>>,
+        text: Option<TextInfo>,
+        cache_control: bool,
+        kind: BlockKind,
+    ) -> BlockView<'a> {
+        BlockView {
+            type_name,
+            id,
+            name,
+            tool_use_id,
+            text,
+            cache_control: cache_control.then_some(IgnoredAny),
+            kind,
+        }
+    }
+
     /// The block's kind.
     pub fn kind(&self) -> BlockKind {
         self.kind
@@ -180,7 +201,7 @@ impl<'a> MessageView<'a> {
     }
 
     /// Whether [`MessageView::check`] passes (without building any path).
-    fn is_sound(&self) -> bool {
+    pub(crate) fn is_sound(&self) -> bool {
         let present = |v: Option<&str>| v.is_some_and(|v| !v.is_empty());
         self.role().is_some()
             && self.blocks().iter().all(|block| match block.kind() {

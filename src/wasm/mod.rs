@@ -11,8 +11,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::compress::{compress_json, uncompress_json, CompressOptions};
 use crate::error::{Error, ErrorKind};
-use crate::message::{validate_json, RawDocument, ValidateOptions};
-use crate::watermark::{plan_watermark, Planned, WatermarkOptions, WatermarkState};
+use crate::message::{validate_json, ValidateOptions};
+use crate::watermark::{plan_json, Planned, WatermarkOptions, WatermarkState};
 
 mod retrieve;
 
@@ -107,8 +107,7 @@ fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
 pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let state = read_state(&state)?;
     let options = read_options(&options)?;
-    let doc = RawDocument::parse(json).map_err(js_error)?;
-    let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
+    let (plan, _) = plan_json(json, &state, &options).map_err(js_error)?;
     let mut keep = Vec::with_capacity(plan.messages.len());
     let mut fresh = String::from("[");
     for p in &plan.messages {

@@ -158,7 +158,11 @@ impl<'a> Pruner<'a, '_> {
                 self.stats.messages_dropped += 1;
                 continue;
             }
-            let arriving = incoming.remove(&i);
+            let arriving = if incoming.is_empty() {
+                None
+            } else {
+                incoming.remove(&i)
+            };
             if act.iter().all(|a| *a == Act::Keep) && arriving.is_none() {
                 drafts.push(Draft {
                     role,

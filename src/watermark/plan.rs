@@ -75,10 +75,20 @@ pub fn plan_watermark(
     state: &WatermarkState,
     options: &WatermarkOptions,
 ) -> Result<WatermarkPlan, Error> {
+    let texts: Vec<&str> = raws.iter().map(|r| r.get()).collect();
+    plan_views(&texts, views_from_raws(raws)?, state, options)
+}
+
+/// [`plan_watermark`] over the messages' JSON texts and their views (already read).
+pub(crate) fn plan_views<'a>(
+    raws: &[&'a str],
+    views: Vec<MessageView<'a>>,
+    state: &WatermarkState,
+    options: &WatermarkOptions,
+) -> Result<WatermarkPlan, Error> {
     let matchers = options.matchers()?;
-    let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
-    let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r.get())).collect();
+    let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r)).collect();
     let mut stats = WatermarkStats {
         messages_before: raws.len(),
         chars_before: measures.iter().map(|m| m.0).sum(),
@@ -197,7 +207,7 @@ pub fn plan_watermark(
 }
 
 pub(super) struct Pruner<'a, 'v> {
-    pub(super) raws: &'a [&'a RawValue],
+    pub(super) raws: &'a [&'a str],
     pub(super) views: &'a [MessageView<'v>],
     pub(super) w: usize,
     pub(super) options: &'a WatermarkOptions,
@@ -228,9 +238,9 @@ impl<'a> Edit<'a> {
     /// missing content none.
     pub(super) fn blocks(&mut self, view: &MessageView<'_>) -> &mut Vec<(Slot<'a>, BlockKind)> {
         if self.blocks.is_none() {
-            let content = self.obj.get("content").and_then(Slot::raw);
+            let content = self.obj.get("content").and_then(Slot::json_text);
             let blocks = match (&view.content, content) {
-                (ContentView::Blocks(views), Some(raw)) => Slot::elements(raw)
+                (ContentView::Blocks(views), Some(raw)) => Slot::elements_of(raw)
                     .unwrap_or_default()
                     .into_iter()
                     .zip(views.iter().map(BlockView::kind))
@@ -262,10 +272,10 @@ impl<'a> Edit<'a> {
 }
 
 /// `{"type":"text","text":<raw string>}`.
-pub(super) fn text_block(raw: &RawValue) -> Slot<'_> {
+pub(super) fn text_block(raw: &str) -> Slot<'_> {
     let mut obj = RawObject::default();
     obj.set("type", Slot::Owned(Value::String("text".into())));
-    obj.set("text", Slot::Raw(raw));
+    obj.set("text", Slot::Text(raw));
     Slot::Object(obj)
 }
 
@@ -274,8 +284,8 @@ pub(super) fn as_object<'s, 'a>(
     slot: &'s mut Slot<'a>,
     path: &str,
 ) -> Result<&'s mut RawObject<'a>, Error> {
-    if let Slot::Raw(raw) = *slot {
-        *slot = Slot::Object(RawObject::parse(raw, path)?);
+    if let Some(text) = slot.json_text() {
+        *slot = Slot::Object(RawObject::parse_at(text, || path.to_string())?);
     }
     match slot {
         Slot::Object(obj) => Ok(obj),
