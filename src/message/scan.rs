@@ -139,26 +139,52 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<Str<'a>> {
         self.eat(b'"')?;
         let start = self.i;
+        let escaped = self.string_rest()?;
+        let inner = self.text.get(start..self.i - 1)?;
+        Some(Str { inner, escaped })
+    }
+
+    /// The rest of a string after its opening quote, up to and including the closing one;
+    /// whether it has escapes. Sixteen bytes are classified at a time and every escape in
+    /// them is handled from the same mask.
+    fn string_rest(&mut self) -> Option<bool> {
+        let bytes = self.bytes;
         let mut escaped = false;
+        let mut base = self.i;
+        let mut mask = specials(bytes, base);
         loop {
-            self.i = special_from(self.bytes, self.i);
-            match self.next()? {
+            if mask == 0 {
+                base += 16;
+                if base >= bytes.len() {
+                    return None;
+                }
+                mask = specials(bytes, base);
+                continue;
+            }
+            let p = base + mask.trailing_zeros() as usize;
+            match bytes[p] {
                 b'"' => {
-                    let inner = self.text.get(start..self.i - 1)?;
-                    return Some(Str { inner, escaped });
+                    self.i = p + 1;
+                    return Some(escaped);
                 }
                 b'\\' => {
                     escaped = true;
-                    match self.next()? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    let next = match *bytes.get(p + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => p + 2,
                         b'u' => {
-                            let hex = self.bytes.get(self.i..self.i + 4)?;
+                            let hex = bytes.get(p + 2..p + 6)?;
                             if !hex.iter().all(u8::is_ascii_hexdigit) {
                                 return None;
                             }
-                            self.i += 4;
+                            p + 6
                         }
                         _ => return None,
+                    };
+                    if next - base >= 16 {
+                        base = next;
+                        mask = specials(bytes, base);
+                    } else {
+                        mask &= u32::MAX << (next - base);
                     }
                 }
                 _ => return None, // a control character
@@ -483,57 +509,50 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// The first byte at or after `i` that ends a plain run of string text: `"`, `\` or a control
-/// character (or the end).
+/// The bytes among the sixteen from `i` that end a plain run of string text: `"`, `\` or a
+/// control character (bit `j` for byte `i + j`; fewer bytes near the end).
 #[inline]
-fn special_from(bytes: &[u8], mut i: usize) -> usize {
-    // wasm SIMD: sixteen bytes a step.
+fn specials(bytes: &[u8], i: usize) -> u32 {
+    let Some(chunk) = bytes.get(i..i + 16) else {
+        let rest = bytes.get(i..).unwrap_or(&[]);
+        return rest
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'"' || b == b'\\' || b < 0x20)
+            .fold(0, |m, (j, _)| m | 1 << j);
+    };
+    let mut lo = [0u8; 8];
+    let mut hi = [0u8; 8];
+    lo.copy_from_slice(&chunk[..8]);
+    hi.copy_from_slice(&chunk[8..]);
+    let (lo, hi) = (u64::from_le_bytes(lo), u64::from_le_bytes(hi));
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
         use core::arch::wasm32::{u64x2, u8x16_bitmask, u8x16_eq, u8x16_lt, u8x16_splat, v128_or};
-        while let Some(chunk) = bytes.get(i..i + 16) {
-            let mut lo = [0u8; 8];
-            let mut hi = [0u8; 8];
-            lo.copy_from_slice(&chunk[..8]);
-            hi.copy_from_slice(&chunk[8..]);
-            let v = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
-            let hits = v128_or(
-                v128_or(
-                    u8x16_eq(v, u8x16_splat(b'"')),
-                    u8x16_eq(v, u8x16_splat(b'\\')),
-                ),
-                u8x16_lt(v, u8x16_splat(0x20)),
-            );
-            let mask = u8x16_bitmask(hits);
-            if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
-            }
-            i += 16;
-        }
+        let v = u64x2(lo, hi);
+        let hits = v128_or(
+            v128_or(
+                u8x16_eq(v, u8x16_splat(b'"')),
+                u8x16_eq(v, u8x16_splat(b'\\')),
+            ),
+            u8x16_lt(v, u8x16_splat(0x20)),
+        );
+        u32::from(u8x16_bitmask(hits))
     }
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Bytes equal to zero (exact: no false positives from borrows).
-    let zero = |t: u64| !((t & !HIGH).wrapping_add(!HIGH) | t) & HIGH;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let hits = zero(x ^ (LOW * u64::from(b'"')))
-            | zero(x ^ (LOW * u64::from(b'\\')))
-            | zero(x & (LOW * 0xE0));
-        if hits != 0 {
-            return i + (hits.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        const LOW: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // Bytes equal to zero (exact: no false positives from borrows), as 8 bits.
+        let zero = |t: u64| !((t & !HIGH).wrapping_add(!HIGH) | t) & HIGH;
+        let word = |x: u64| {
+            let hits = zero(x ^ (LOW * u64::from(b'"')))
+                | zero(x ^ (LOW * u64::from(b'\\')))
+                | zero(x & (LOW * 0xE0));
+            ((hits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
+        };
+        word(lo) | word(hi) << 8
     }
-    while let Some(&b) = bytes.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            return i;
-        }
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
@@ -657,10 +676,27 @@ mod tests {
     #[test]
     fn finds_string_ends() {
         let text = br#"abcdefghijklmnop"qrs\tu"#;
-        assert_eq!(special_from(text, 0), 16);
-        assert_eq!(special_from(text, 17), 20);
-        assert_eq!(special_from(b"abc\x1fdefghijk", 0), 3);
-        assert_eq!(special_from(b"\xc3\xa9\xe2\x80\xa6abcdefgh", 0), 13);
+        assert_eq!(specials(text, 0), 0);
+        assert_eq!(specials(text, 1), 1 << 15);
+        assert_eq!(specials(text, 16), 0b1_0001);
+        assert_eq!(specials(b"abc\x1fdefghijklmnopq", 0), 1 << 3);
+        assert_eq!(specials(b"\xc3\xa9\xe2\x80\xa6abcdefghijk\"", 0), 0);
+        assert_eq!(specials(b"\xc3\xa9\xe2\x80\xa6abcdefghijk\"", 1), 1 << 15);
+        for text in [
+            r#""""#,
+            r#""abc""#,
+            r#""a\"b\\c\n\u00e9 and a long tail of text past sixteen bytes \" x""#,
+            r#""\\\\\\\\\\\\\\\\\\\\""#,
+            r#""0123456789abcde\"0123456789abcdef\u0041""#,
+        ] {
+            let mut s = Scanner::new(text);
+            let found = s.string().unwrap();
+            assert_eq!(s.i, text.len(), "{text}");
+            assert_eq!(found.inner, &text[1..text.len() - 1]);
+        }
+        for text in [r#""abc"#, r#""a\"#, r#""\u00e""#, r#""\x""#, "\"a\tb\""] {
+            assert!(Scanner::new(text).string().is_none(), "{text}");
+        }
     }
 
     #[cfg(not(target_arch = "wasm32"))]

@@ -60,9 +60,19 @@ fn measure_with(text: &str) -> (usize, usize) {
     let mut i = 0;
     while i < n {
         let len = (n - i).min(64);
-        let mut block = [0u8; 64];
-        block[..len].copy_from_slice(&bytes[i..i + len]);
-        let m = Masks::of(&block);
+        let mut padded = [0u8; 64];
+        let block = match bytes
+            .get(i..i + 64)
+            .and_then(|b| <&[u8; 64]>::try_from(b).ok())
+        {
+            Some(block) => block,
+            None => {
+                // The tail: zero padding (one-byte runs, never counted).
+                padded[..len].copy_from_slice(&bytes[i..i + len]);
+                &padded
+            }
+        };
+        let m = Masks::of(block);
         let valid = if len == 64 {
             u64::MAX
         } else {

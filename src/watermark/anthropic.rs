@@ -16,7 +16,7 @@ impl<'a> Pruner<'a, '_> {
         let w = self.w;
         // Pairs of the prefix; results of prefix calls found anywhere pin or join them.
         let mut pairs: Vec<Pair> = Vec::new();
-        let mut by_id: HashMap<&str, usize> = HashMap::new();
+        let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(w);
         let mut acts: Vec<Vec<Act>> = views[..w]
             .iter()
             .map(|v| vec![Act::Keep; v.blocks().len()])
@@ -96,10 +96,11 @@ impl<'a> Pruner<'a, '_> {
 
         // Roles must alternate into the watermark message, which cannot change: while the last
         // surviving prefix message has its role, keep the newest removed pair whole.
+        // (Pairs own disjoint blocks, none of them thinking or orphan results: applying them
+        // again after a change is applying the new decisions to the acts before them.)
         loop {
-            let mut trial = acts.clone();
-            apply_pairs(&pairs, &mut trial);
-            let last = (0..w).rev().find(|&i| survives(&views[i], &trial[i]));
+            apply_pairs(&pairs, &mut acts);
+            let last = (0..w).rev().find(|&i| survives(&views[i], &acts[i]));
             let clash = last.is_some_and(|i| views[i].role == views[w].role);
             if !clash {
                 break;
@@ -112,7 +113,6 @@ impl<'a> Pruner<'a, '_> {
                 None => break,
             }
         }
-        apply_pairs(&pairs, &mut acts);
         self.count_kept(&pairs);
         for pair in &pairs {
             if pair.act == Act::Remove {
