@@ -246,7 +246,7 @@ fn write_array(texts: &[&str], plan: &WatermarkPlan, capacity: usize) -> String 
 }
 
 /// Writes a planned document: kept messages as their input bytes, rewritten ones as planned.
-fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
+pub(crate) fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
     doc.write_messages(
         capacity,
         plan.messages.iter().map(|p| match p {

@@ -43,6 +43,9 @@ pub struct WatermarkPlan {
     pub stats: WatermarkStats,
     /// Warnings.
     pub warnings: Vec<Warning>,
+    /// The characters of each input message (what the wasm entry needs to map byte offsets
+    /// to JS string offsets).
+    pub(crate) input_chars: Vec<usize>,
 }
 
 /// The fate of one block (Anthropic) or one tool call / tool message (OpenAI).
@@ -130,6 +133,7 @@ pub(crate) fn plan_views<'a>(
             state: state.clone(),
             stats,
             warnings,
+            input_chars: measures.iter().map(|m| m.0).collect(),
         }
     };
 
@@ -203,6 +207,7 @@ pub(crate) fn plan_views<'a>(
         state: new_state,
         stats,
         warnings,
+        input_chars: measures.iter().map(|m| m.0).collect(),
     })
 }
 
