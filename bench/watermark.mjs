@@ -8,7 +8,8 @@
 // Histories of 1k and 10k messages are built from the 40 real BFCL agent sessions of the dev
 // set (../shared/data; the 4 of tests/fixtures when it is absent), tool ids made unique, with a
 // checkpoint near the end (most history pruned) and one in the middle. Every timed call's output is checked (message count, suffix kept),
-// so the benchmark is also a test. Median of the timed runs after warm-up.
+// so the benchmark is also a test. Median of the timed runs after the same warm-up for every
+// engine (see time()).
 //
 //   node bench/watermark.mjs [--runs N] [--dump DIR]   (after scripts/build-pkg; --dump writes the inputs)
 import { existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -90,7 +91,11 @@ function seed(messages) {
 // ---------------------------------------------------------------- timing
 function median(xs) { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; }
 function time(fn, check) {
-  for (let i = 0; i < 2; i++) check(fn());
+  // Warm-up, the same for every engine: at least 2 calls and up to 250 ms (50 calls), so that
+  // V8 has tiered up both the JS and the wasm code (wasm starts in its baseline compiler and
+  // a 2 MB module takes a few dozen calls to be optimised on a busy machine).
+  const t0 = performance.now();
+  for (let i = 0; i < 2 || (i < 50 && performance.now() - t0 < 250); i++) check(fn());
   const ms = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();

@@ -260,7 +260,23 @@ export function wrap(glue, host) {
     }),
     applyWatermarkJson: guard((json, state, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
-      return glue.applyWatermarkJson(json, state ?? null, options ?? null);
+      const r = glue.watermarkJsonParts(json, state ?? null, options ?? null);
+      if (r.json !== undefined) return r; // a request body: written in wasm
+      // A bare array: untouched messages are slices of the caller's string (never decoded
+      // back from UTF-8), rewritten ones come from `fresh`; the same text the core writes.
+      const { parts, fresh } = r;
+      let out = '[';
+      for (let k = 0, f = 0; k < parts.length; k += 2) {
+        if (k > 0) out += ',';
+        if (parts[k] === 0xffffffff) {
+          out += fresh.slice(f, f + parts[k + 1]);
+          f += parts[k + 1];
+        } else {
+          out += json.slice(parts[k], parts[k + 1]);
+        }
+      }
+      out += ']';
+      return { json: out, state: r.state, stats: r.stats, warnings: r.warnings };
     }),
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
     compress: guard((messages, options) => glue.compress(messages, options ?? null)),

@@ -17,12 +17,14 @@
 mod document;
 mod model;
 mod raw;
+mod scan;
 mod validate;
 mod view;
 
 pub use document::RawDocument;
 pub use model::{BlockKind, Format, Role};
 pub use raw::{RawObject, Slot};
+pub(crate) use scan::scan_messages;
 pub use validate::{
     validate, validate_json, validate_views, ValidateOptions, Validation, Violation,
     VIOLATION_CODES,
@@ -47,7 +49,7 @@ pub fn views_from_values(messages: &[Value]) -> Result<Vec<MessageView<'_>>, Err
 pub fn views_from_raws<'a>(raws: &[&'a RawValue]) -> Result<Vec<MessageView<'a>>, Error> {
     raws.iter()
         .enumerate()
-        .map(|(i, r)| MessageView::from_raw(r, &join_index("messages", i)))
+        .map(|(i, r)| MessageView::from_raw_at(r, || join_index("messages", i)))
         .collect()
 }
 

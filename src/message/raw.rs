@@ -17,6 +17,8 @@ use crate::error::Error;
 pub enum Slot<'a> {
     /// Input text, copied as it is.
     Raw(&'a RawValue),
+    /// Input JSON text already validated (read by the one-pass scanner), copied as it is.
+    Text(&'a str),
     /// A new value.
     Owned(Value),
     /// An object whose members are under edit.
@@ -36,6 +38,7 @@ impl<'a> Slot<'a> {
     pub fn write(&self, out: &mut String) {
         match self {
             Slot::Raw(raw) => out.push_str(raw.get()),
+            Slot::Text(text) => out.push_str(text),
             Slot::Owned(value) => out.push_str(&value.to_string()),
             Slot::Object(obj) => obj.write(out),
             Slot::Array(items) => {
@@ -66,6 +69,27 @@ impl<'a> Slot<'a> {
         }
     }
 
+    /// The input JSON text, when the value is still the input's.
+    pub fn json_text(&self) -> Option<&'a str> {
+        match self {
+            Slot::Raw(raw) => Some(raw.get()),
+            Slot::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The elements of an array given as JSON text, each as input text (`None` for
+    /// anything else).
+    pub fn elements_of(text: &'a str) -> Option<Vec<Slot<'a>>> {
+        match super::scan::scan_elements(text) {
+            Some(elements) => Some(elements.into_iter().map(Slot::Text).collect()),
+            None => {
+                let els: Elements<'a> = serde_json::from_str(text).ok()?;
+                Some(els.0.into_iter().map(Slot::Raw).collect())
+            }
+        }
+    }
+
     /// The elements of a raw array, each raw (`None` for anything else).
     pub fn elements(raw: &'a RawValue) -> Option<Vec<Slot<'a>>> {
         let els: Elements<'a> = serde_json::from_str(raw.get()).ok()?;
@@ -86,8 +110,24 @@ impl<'a> Slot<'a> {
 impl<'a> RawObject<'a> {
     /// Reads the members of a raw JSON object.
     pub fn parse(raw: &'a RawValue, path: &str) -> Result<RawObject<'a>, Error> {
+        RawObject::parse_at(raw.get(), || path.to_string())
+    }
+
+    /// [`RawObject::parse`] of a JSON text, with the path built only for an error.
+    pub(crate) fn parse_at(
+        text: &'a str,
+        path: impl FnOnce() -> String,
+    ) -> Result<RawObject<'a>, Error> {
+        if let Some(members) = super::scan::scan_members(text) {
+            return Ok(RawObject {
+                members: members
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Borrowed(k), Slot::Text(v)))
+                    .collect(),
+            });
+        }
         let members: Members<'a> =
-            serde_json::from_str(raw.get()).map_err(|e| Error::json(path, &e))?;
+            serde_json::from_str(text).map_err(|e| Error::json(path(), &e))?;
         Ok(RawObject {
             members: members
                 .0

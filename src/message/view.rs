@@ -76,6 +76,13 @@ pub struct BlockView<'a> {
     /// Whether the block carries a (non-null) `cache_control` marker.
     #[serde(default, rename = "cache_control")]
     cache_control: Option<IgnoredAny>,
+    /// [`BlockKind::from_type`] of `type_name`, set once when the block is read.
+    #[serde(skip, default = "unknown_kind")]
+    kind: BlockKind,
+}
+
+fn unknown_kind() -> BlockKind {
+    BlockKind::Other
 }
 
 /// What a view keeps of a text: whether it is empty.
@@ -104,10 +111,31 @@ pub struct FunctionView<'a> {
     pub name: Option<Cow<'a, str>>,
 }
 
-impl BlockView<'_> {
+impl<'a> BlockView<'a> {
+    /// A view read by the one-pass scanner (`super::scan`).
+    pub(super) fn scanned(
+        type_name: Cow<'a, str>,
+        id: Option<Cow<'a, str>>,
+        name: Option<Cow<'a, str>>,
+        tool_use_id: Option<Cow<'a, str>>,
+        text: Option<TextInfo>,
+        cache_control: bool,
+        kind: BlockKind,
+    ) -> BlockView<'a> {
+        BlockView {
+            type_name,
+            id,
+            name,
+            tool_use_id,
+            text,
+            cache_control: cache_control.then_some(IgnoredAny),
+            kind,
+        }
+    }
+
     /// The block's kind.
     pub fn kind(&self) -> BlockKind {
-        BlockKind::from_type(&self.type_name)
+        self.kind
     }
 
     /// Whether the block carries a non-null `cache_control`.
@@ -149,17 +177,47 @@ impl<'a> MessageView<'a> {
 
     /// Reads the view of a message held as raw JSON text.
     pub fn from_raw(raw: &'a RawValue, path: &str) -> Result<MessageView<'a>, Error> {
+        MessageView::from_raw_at(raw, || path.to_string())
+    }
+
+    /// [`MessageView::from_raw`] with the path built only for an error.
+    pub(crate) fn from_raw_at(
+        raw: &'a RawValue,
+        path: impl Fn() -> String,
+    ) -> Result<MessageView<'a>, Error> {
         let mut de = serde_json::Deserializer::from_str(raw.get());
         match MessageView::deserialize(&mut de) {
             Ok(view) => {
-                view.check(path)?;
+                if !view.is_sound() {
+                    view.check(&path())?;
+                }
                 Ok(view)
             }
             Err(err) => match serde_json::from_str::<Value>(raw.get()) {
-                Ok(value) => Err(precise_error(&value, path, &err.to_string())),
-                Err(json_err) => Err(Error::json(path, &json_err)),
+                Ok(value) => Err(precise_error(&value, &path(), &err.to_string())),
+                Err(json_err) => Err(Error::json(path(), &json_err)),
             },
         }
+    }
+
+    /// Whether [`MessageView::check`] passes (without building any path).
+    pub(crate) fn is_sound(&self) -> bool {
+        let present = |v: Option<&str>| v.is_some_and(|v| !v.is_empty());
+        self.role().is_some()
+            && self.blocks().iter().all(|block| match block.kind() {
+                BlockKind::ToolUse | BlockKind::ServerToolUse => {
+                    present(block.id.as_deref()) && present(block.name.as_deref())
+                }
+                BlockKind::ToolResult | BlockKind::ServerToolResult => {
+                    present(block.tool_use_id.as_deref())
+                }
+                _ => true,
+            })
+            && self.tool_calls().iter().all(|call| {
+                present(call.id.as_deref())
+                    && present(call.function.as_ref().and_then(|f| f.name.as_deref()))
+            })
+            && (self.role.as_ref() != "tool" || self.tool_call_id.is_some())
     }
 
     /// The role, or an error naming `path.role` for an unknown role.
@@ -340,7 +398,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentView<'a> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
-                while let Some(block) = seq.next_element::<BlockView<'a>>()? {
+                while let Some(mut block) = seq.next_element::<BlockView<'a>>()? {
+                    block.kind = BlockKind::from_type(&block.type_name);
                     blocks.push(block);
                 }
                 Ok(ContentView::Blocks(blocks))

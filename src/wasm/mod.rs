@@ -11,8 +11,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::compress::{compress_json, uncompress_json, CompressOptions};
 use crate::error::{Error, ErrorKind};
-use crate::message::{validate_json, RawDocument, ValidateOptions};
-use crate::watermark::{plan_watermark, Planned, WatermarkOptions, WatermarkState};
+use crate::message::{validate_json, ValidateOptions};
+use crate::watermark::{plan_json, write_plan, Parsed, Planned, WatermarkOptions, WatermarkState};
 
 mod retrieve;
 
@@ -107,8 +107,7 @@ fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
 pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let state = read_state(&state)?;
     let options = read_options(&options)?;
-    let doc = RawDocument::parse(json).map_err(js_error)?;
-    let plan = plan_watermark(&doc.messages, &state, &options).map_err(js_error)?;
+    let (plan, _) = plan_json(json, &state, &options).map_err(js_error)?;
     let mut keep = Vec::with_capacity(plan.messages.len());
     let mut fresh = String::from("[");
     for p in &plan.messages {
@@ -131,6 +130,81 @@ pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<Js
         ("stats", to_js(&plan.stats)?),
         ("warnings", to_js(&plan.warnings)?),
     ])
+}
+
+/// `applyWatermarkJson` for the JS entry, which assembles the output text itself from slices
+/// of the caller's string: `{parts, fresh, state, stats, warnings}`, or `{json, …}` for a
+/// request body. `parts` holds two numbers per output message: `start, end` (UTF-16 offsets of
+/// an untouched message in `json`), or `0xFFFFFFFF, length` (the next `length` UTF-16 units of
+/// `fresh`, the rewritten messages' texts one after the other). Output messages are joined
+/// with `,` inside `[` `]`: the text [`crate::watermark::apply_watermark_json`] writes, without
+/// decoding the untouched messages back from UTF-8.
+#[wasm_bindgen(js_name = watermarkJsonParts)]
+pub fn watermark_json_parts(
+    json: &str,
+    state: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
+    let state = read_state(&state)?;
+    let options = read_options(&options)?;
+    let (plan, parsed) = plan_json(json, &state, &options).map_err(js_error)?;
+    let texts = match parsed {
+        Parsed::Scanned(texts) => texts,
+        Parsed::Document(doc) => {
+            let out = write_plan(&doc, &plan, json.len());
+            return result_object(&[
+                ("json", out.into()),
+                ("state", to_js(&plan.state)?),
+                ("stats", to_js(&plan.stats)?),
+                ("warnings", to_js(&plan.warnings)?),
+            ]);
+        }
+    };
+    // UTF-16 offset of every message: its byte offset less what the messages before it lose
+    // (the text between messages is ASCII: white space, commas, the bracket).
+    let base = json.as_ptr() as usize;
+    let mut offsets = Vec::with_capacity(texts.len());
+    let mut lost = 0usize;
+    for (text, &chars) in texts.iter().zip(&plan.input_chars) {
+        let start = text.as_ptr() as usize - base - lost;
+        let units = if chars == text.len() {
+            text.len() // ASCII
+        } else {
+            utf16_len(text)
+        };
+        offsets.push((start, start + units));
+        lost += text.len() - units;
+    }
+    let mut parts = Vec::with_capacity(2 * plan.messages.len());
+    let mut fresh = String::new();
+    for p in &plan.messages {
+        match p {
+            Planned::Keep(i) => {
+                let (a, b) = offsets[*i];
+                parts.extend([a as u32, b as u32]);
+            }
+            Planned::New { text } => {
+                fresh.push_str(text);
+                parts.extend([u32::MAX, utf16_len(text) as u32]);
+            }
+        }
+    }
+    result_object(&[
+        ("parts", js_sys::Uint32Array::from(parts.as_slice()).into()),
+        ("fresh", fresh.into()),
+        ("state", to_js(&plan.state)?),
+        ("stats", to_js(&plan.stats)?),
+        ("warnings", to_js(&plan.warnings)?),
+    ])
+}
+
+/// The UTF-16 length of `text`.
+fn utf16_len(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().map(char::len_utf16).sum()
+    }
 }
 
 /// `applyWatermarkJson(json, state, options)` on JSON text (an array or a request body).

@@ -16,7 +16,7 @@ impl<'a> Pruner<'a, '_> {
         let w = self.w;
         // Pairs of the prefix; results of prefix calls found anywhere pin or join them.
         let mut pairs: Vec<Pair> = Vec::new();
-        let mut by_id: HashMap<&str, usize> = HashMap::new();
+        let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(w);
         let mut acts: Vec<Vec<Act>> = views[..w]
             .iter()
             .map(|v| vec![Act::Keep; v.blocks().len()])
@@ -96,10 +96,11 @@ impl<'a> Pruner<'a, '_> {
 
         // Roles must alternate into the watermark message, which cannot change: while the last
         // surviving prefix message has its role, keep the newest removed pair whole.
+        // (Pairs own disjoint blocks, none of them thinking or orphan results: applying them
+        // again after a change is applying the new decisions to the acts before them.)
         loop {
-            let mut trial = acts.clone();
-            apply_pairs(&pairs, &mut trial);
-            let last = (0..w).rev().find(|&i| survives(&views[i], &trial[i]));
+            apply_pairs(&pairs, &mut acts);
+            let last = (0..w).rev().find(|&i| survives(&views[i], &acts[i]));
             let clash = last.is_some_and(|i| views[i].role == views[w].role);
             if !clash {
                 break;
@@ -112,7 +113,6 @@ impl<'a> Pruner<'a, '_> {
                 None => break,
             }
         }
-        apply_pairs(&pairs, &mut acts);
         self.count_kept(&pairs);
         for pair in &pairs {
             if pair.act == Act::Remove {
@@ -158,7 +158,11 @@ impl<'a> Pruner<'a, '_> {
                 self.stats.messages_dropped += 1;
                 continue;
             }
-            let arriving = incoming.remove(&i);
+            let arriving = if incoming.is_empty() {
+                None
+            } else {
+                incoming.remove(&i)
+            };
             if act.iter().all(|a| *a == Act::Keep) && arriving.is_none() {
                 drafts.push(Draft {
                     role,
@@ -172,7 +176,6 @@ impl<'a> Pruner<'a, '_> {
             let old = std::mem::take(edit.blocks(&views[i]));
             let mut kept = Vec::with_capacity(old.len());
             for (b, (mut slot, kind)) in old.into_iter().enumerate() {
-                let path = format!("messages[{i}].content[{b}]");
                 match act.get(b).copied().unwrap_or(Act::Keep) {
                     Act::Remove => {
                         changed = true;
@@ -183,6 +186,7 @@ impl<'a> Pruner<'a, '_> {
                         let (name, id) = pair
                             .map(|p| (p.name.as_str(), p.id.as_str()))
                             .unwrap_or(("tool", ""));
+                        let path = format!("messages[{i}].content[{b}]");
                         let obj = as_object(&mut slot, &path)?;
                         if kind == BlockKind::ToolResult {
                             if let Some(marker) = self.placeholder(obj.get("content"), name, id) {

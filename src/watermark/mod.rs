@@ -44,12 +44,14 @@ mod plan;
 pub use options::{WatermarkOptions, WatermarkState, DEFAULT_CHECKPOINT_TOOLS};
 pub use plan::{plan_watermark, Planned, WatermarkPlan};
 
+use plan::plan_views;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind};
-use crate::message::{raw_texts, RawDocument};
+use crate::message::{raw_texts, scan_messages, MessageView, RawDocument};
 
 /// Counts of what [`apply_watermark`] did. `chars*` and `tokens*` measure the JSON text of the
 /// messages (each message's text as given, or compact for rewritten ones); tokens are
@@ -182,9 +184,16 @@ pub fn apply_watermark_json(
     state: &WatermarkState,
     options: &WatermarkOptions,
 ) -> Result<WatermarkJsonOutput, Error> {
-    let doc = RawDocument::parse(json)?;
-    let plan = plan_watermark(&doc.messages, state, options)?;
-    let text = write_plan(&doc, &plan, json.len());
+    let (plan, text) = match plan_json(json, state, options)? {
+        (plan, Parsed::Scanned(texts)) => {
+            let text = write_array(&texts, &plan, json.len());
+            (plan, text)
+        }
+        (plan, Parsed::Document(doc)) => {
+            let text = write_plan(&doc, &plan, json.len());
+            (plan, text)
+        }
+    };
     Ok(WatermarkJsonOutput {
         json: text,
         state: plan.state,
@@ -193,8 +202,51 @@ pub fn apply_watermark_json(
     })
 }
 
+/// How [`plan_json`] read the document.
+pub(crate) enum Parsed<'a> {
+    /// A bare array read in one pass ([`scan_messages`]): each message's text.
+    Scanned(Vec<&'a str>),
+    /// Anything else, read by serde.
+    Document(RawDocument<'a>),
+}
+
+/// Plans the watermark over JSON text: a bare array of messages is read in one pass when the
+/// scanner can; otherwise (and for every error) serde reads it, as it always did.
+pub(crate) fn plan_json<'a>(
+    json: &'a str,
+    state: &WatermarkState,
+    options: &WatermarkOptions,
+) -> Result<(WatermarkPlan, Parsed<'a>), Error> {
+    if let Some((texts, views)) = scan_messages(json) {
+        if views.iter().all(MessageView::is_sound) {
+            let plan = plan_views(&texts, views, state, options)?;
+            return Ok((plan, Parsed::Scanned(texts)));
+        }
+    }
+    let doc = RawDocument::parse(json)?;
+    let plan = plan_watermark(&doc.messages, state, options)?;
+    Ok((plan, Parsed::Document(doc)))
+}
+
+/// Writes a planned bare array (what [`RawDocument::write_messages`] writes for one).
+fn write_array(texts: &[&str], plan: &WatermarkPlan, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    out.push('[');
+    for (n, p) in plan.messages.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(match p {
+            Planned::Keep(i) => texts[*i],
+            Planned::New { text } => text.as_str(),
+        });
+    }
+    out.push(']');
+    out
+}
+
 /// Writes a planned document: kept messages as their input bytes, rewritten ones as planned.
-fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
+pub(crate) fn write_plan(doc: &RawDocument<'_>, plan: &WatermarkPlan, capacity: usize) -> String {
     doc.write_messages(
         capacity,
         plan.messages.iter().map(|p| match p {

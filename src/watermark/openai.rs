@@ -104,8 +104,8 @@ impl Pruner<'_, '_> {
             let list = edit
                 .obj
                 .get("tool_calls")
-                .and_then(Slot::raw)
-                .and_then(Slot::elements);
+                .and_then(Slot::json_text)
+                .and_then(Slot::elements_of);
             let mut kept = Vec::new();
             for (c, mut call) in list.unwrap_or_default().into_iter().enumerate() {
                 match acts.get(c).copied().unwrap_or(Act::Keep) {

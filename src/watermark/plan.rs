@@ -43,6 +43,9 @@ pub struct WatermarkPlan {
     pub stats: WatermarkStats,
     /// Warnings.
     pub warnings: Vec<Warning>,
+    /// The characters of each input message (what the wasm entry needs to map byte offsets
+    /// to JS string offsets).
+    pub(crate) input_chars: Vec<usize>,
 }
 
 /// The fate of one block (Anthropic) or one tool call / tool message (OpenAI).
@@ -75,10 +78,20 @@ pub fn plan_watermark(
     state: &WatermarkState,
     options: &WatermarkOptions,
 ) -> Result<WatermarkPlan, Error> {
+    let texts: Vec<&str> = raws.iter().map(|r| r.get()).collect();
+    plan_views(&texts, views_from_raws(raws)?, state, options)
+}
+
+/// [`plan_watermark`] over the messages' JSON texts and their views (already read).
+pub(crate) fn plan_views<'a>(
+    raws: &[&'a str],
+    views: Vec<MessageView<'a>>,
+    state: &WatermarkState,
+    options: &WatermarkOptions,
+) -> Result<WatermarkPlan, Error> {
     let matchers = options.matchers()?;
-    let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
-    let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r.get())).collect();
+    let measures: Vec<(usize, usize)> = raws.iter().map(|r| measure(r)).collect();
     let mut stats = WatermarkStats {
         messages_before: raws.len(),
         chars_before: measures.iter().map(|m| m.0).sum(),
@@ -120,6 +133,7 @@ pub fn plan_watermark(
             state: state.clone(),
             stats,
             warnings,
+            input_chars: measures.iter().map(|m| m.0).collect(),
         }
     };
 
@@ -193,11 +207,12 @@ pub fn plan_watermark(
         state: new_state,
         stats,
         warnings,
+        input_chars: measures.iter().map(|m| m.0).collect(),
     })
 }
 
 pub(super) struct Pruner<'a, 'v> {
-    pub(super) raws: &'a [&'a RawValue],
+    pub(super) raws: &'a [&'a str],
     pub(super) views: &'a [MessageView<'v>],
     pub(super) w: usize,
     pub(super) options: &'a WatermarkOptions,
@@ -228,9 +243,9 @@ impl<'a> Edit<'a> {
     /// missing content none.
     pub(super) fn blocks(&mut self, view: &MessageView<'_>) -> &mut Vec<(Slot<'a>, BlockKind)> {
         if self.blocks.is_none() {
-            let content = self.obj.get("content").and_then(Slot::raw);
+            let content = self.obj.get("content").and_then(Slot::json_text);
             let blocks = match (&view.content, content) {
-                (ContentView::Blocks(views), Some(raw)) => Slot::elements(raw)
+                (ContentView::Blocks(views), Some(raw)) => Slot::elements_of(raw)
                     .unwrap_or_default()
                     .into_iter()
                     .zip(views.iter().map(BlockView::kind))
@@ -262,10 +277,10 @@ impl<'a> Edit<'a> {
 }
 
 /// `{"type":"text","text":<raw string>}`.
-pub(super) fn text_block(raw: &RawValue) -> Slot<'_> {
+pub(super) fn text_block(raw: &str) -> Slot<'_> {
     let mut obj = RawObject::default();
     obj.set("type", Slot::Owned(Value::String("text".into())));
-    obj.set("text", Slot::Raw(raw));
+    obj.set("text", Slot::Text(raw));
     Slot::Object(obj)
 }
 
@@ -274,8 +289,8 @@ pub(super) fn as_object<'s, 'a>(
     slot: &'s mut Slot<'a>,
     path: &str,
 ) -> Result<&'s mut RawObject<'a>, Error> {
-    if let Slot::Raw(raw) = *slot {
-        *slot = Slot::Object(RawObject::parse(raw, path)?);
+    if let Some(text) = slot.json_text() {
+        *slot = Slot::Object(RawObject::parse_at(text, || path.to_string())?);
     }
     match slot {
         Slot::Object(obj) => Ok(obj),
@@ -291,7 +306,7 @@ impl<'a> Pruner<'a, '_> {
     /// Opens message `i` for rewriting.
     pub(super) fn open(&self, i: usize) -> Result<Edit<'a>, Error> {
         Ok(Edit {
-            obj: RawObject::parse(self.raws[i], &join_index("messages", i))?,
+            obj: RawObject::parse_at(self.raws[i], || join_index("messages", i))?,
             blocks: None,
             merged: false,
         })
