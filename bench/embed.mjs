@@ -51,9 +51,11 @@ async function timeEngine(embedBatch, texts, batch, minSeconds) {
 
 // --- condense (tract in wasm) in Node
 const condense = await import(new URL('../pkg/node.js', import.meta.url).href);
-const wasmBytes = readFileSync(join(root, 'pkg/condense_bg.wasm'));
-emit({ case: 'embed/wasm-size/raw', bytes: wasmBytes.length });
-emit({ case: 'embed/wasm-size/gzip', bytes: gzipSync(wasmBytes, { level: 9 }).length });
+for (const [name, file] of [['core', 'condense_bg.wasm'], ['engine', 'condense_embed_bg.wasm']]) {
+  const bytes = readFileSync(join(root, 'pkg', file));
+  emit({ case: `embed/wasm-size/${name}/raw`, bytes: bytes.length });
+  emit({ case: `embed/wasm-size/${name}/gzip`, bytes: gzipSync(bytes, { level: 9 }).length });
+}
 {
   const t0 = performance.now();
   const e = await condense.loadEmbedder();

@@ -40,19 +40,23 @@ mod wasm {
     #[wasm_bindgen]
     impl Model {
         /// Loads the model from the bytes of `model.onnx` and `tokenizer.json`; `options` is
-        /// JSON text `{maxTokens?, batchSize?}` or undefined.
+        /// JSON text `{maxTokens?, batchSize?}` or undefined; `sha256` the model's digest if the
+        /// caller has it (WebCrypto is far faster than hashing in wasm), else computed here.
         #[wasm_bindgen(js_name = fromBytes)]
         pub fn from_bytes(
             onnx: &[u8],
             tokenizer: &[u8],
             options: Option<String>,
+            sha256: Option<String>,
         ) -> Result<Model, JsValue> {
             console_error_panic_hook::set_once();
             let options = match options {
                 None => EmbedOptions::default(),
                 Some(json) => EmbedOptions::from_json(&json).map_err(js_error)?,
             };
-            let inner = Embedder::from_bytes_with(onnx, tokenizer, options).map_err(js_error)?;
+            let inner =
+                Embedder::from_bytes_with_digest(onnx, tokenizer, options, sha256.as_deref())
+                    .map_err(js_error)?;
             Ok(Model { inner })
         }
 

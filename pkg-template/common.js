@@ -108,6 +108,19 @@ export async function readResponse(response, file, path, onProgress) {
   return bytes;
 }
 
+/** The sha256 of `bytes` as hex with WebCrypto (Node >= 19, browsers in secure contexts), or
+ * undefined where it is missing (the engine then hashes in wasm, ~20x slower). */
+async function sha256Hex(bytes) {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) return undefined;
+  try {
+    const d = new Uint8Array(await subtle.digest('SHA-256', bytes));
+    return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+  } catch {
+    return undefined;
+  }
+}
+
 /** The public functions over an initialised wasm-bindgen module. `host` reads model files and
  * loads the model engine: `{ readPath(pathOrUrl, file, path, onProgress),
  * fetchUrl(url, file, path, onProgress), defaultSource(file) → {path} | {url},
@@ -200,9 +213,10 @@ export function wrap(glue, host) {
     const settings = {};
     if (opts.maxTokens !== undefined) settings.maxTokens = opts.maxTokens;
     if (opts.batchSize !== undefined) settings.batchSize = opts.batchSize;
+    const digest = await sha256Hex(model);
     return guard(() => {
       // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
-      const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings));
+      const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), digest);
       const embedder = glue.Embedder.external(
         JSON.parse(m.identity()), JSON.parse(m.loadInfo()), (texts) => m.embedFlat(texts));
       onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });

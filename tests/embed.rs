@@ -314,3 +314,23 @@ fn wrong_or_truncated_model_bytes_are_invalid_model_errors() {
     let err = Embedder::from_bytes(tok, onnx).err();
     assert_eq!(err.map(|e| e.kind()), Some(ErrorKind::InvalidModel));
 }
+
+#[test]
+fn a_caller_digest_goes_into_the_identity_and_a_malformed_one_is_refused() {
+    let onnx = model_file("model.onnx");
+    let tok = model_file("tokenizer.json");
+    let given =
+        Embedder::from_bytes_with_digest(onnx, tok, EmbedOptions::default(), Some(MINILM_SHA256))
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(given.identity(), embedder().identity());
+    for bad in [
+        "",
+        "XYZ",
+        &MINILM_SHA256.to_uppercase(),
+        &MINILM_SHA256[1..],
+    ] {
+        let err = Embedder::from_bytes_with_digest(onnx, tok, EmbedOptions::default(), Some(bad))
+            .expect_err("a malformed digest");
+        assert_eq!(err.kind(), ErrorKind::InvalidOptions, "{bad}");
+    }
+}

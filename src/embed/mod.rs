@@ -258,6 +258,37 @@ impl Embedder {
         tokenizer_json: &[u8],
         options: EmbedOptions,
     ) -> Result<Embedder, Error> {
+        Embedder::from_bytes_with_digest(onnx, tokenizer_json, options, None)
+    }
+
+    /// Like [`from_bytes_with`](Embedder::from_bytes_with), with the model's sha256 (64
+    /// lower-case hex digits) already computed by the caller, which then goes into the identity
+    /// as given. The npm package computes it with WebCrypto, which is much faster than hashing
+    /// 23 MB in wasm; `None` hashes here.
+    ///
+    /// # Errors
+    /// As [`from_bytes_with`](Embedder::from_bytes_with); [`ErrorKind::InvalidOptions`] for a
+    /// digest that is not 64 lower-case hex digits.
+    #[cfg(feature = "embed")]
+    pub fn from_bytes_with_digest(
+        onnx: &[u8],
+        tokenizer_json: &[u8],
+        options: EmbedOptions,
+        sha256: Option<&str>,
+    ) -> Result<Embedder, Error> {
+        if let Some(d) = sha256 {
+            if d.len() != 64
+                || !d
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
+                return Err(Error::new(
+                    ErrorKind::InvalidOptions,
+                    "sha256",
+                    "expected 64 lower-case hex digits",
+                ));
+            }
+        }
         if options.batch_size == 0 {
             return Err(Error::new(
                 ErrorKind::InvalidOptions,
@@ -276,7 +307,7 @@ impl Embedder {
         let model = model::Model::load(onnx)?;
         let identity = EmbedderIdentity {
             kind: EmbedderKind::MiniLm,
-            model_sha256: Some(sha256_hex(onnx)),
+            model_sha256: Some(sha256.map_or_else(|| sha256_hex(onnx), str::to_string)),
             dims: DIMS,
             max_tokens: Some(options.max_tokens),
             version: MODEL_PIPELINE_VERSION,
