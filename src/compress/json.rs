@@ -391,6 +391,7 @@ mod tests {
             min_chars: 40,
             max_chars: 40,
             max_keys: 0,
+            fill: false,
         };
         let plain = json(&v, tight, 400, &HashSet::new());
         let asked = json(

@@ -22,6 +22,9 @@ pub struct Level {
     pub max_chars: usize,
     /// How many left-out key tokens may be appended.
     pub max_keys: usize,
+    /// Budget-fill mode (the token budget loop): no caps, the appended key tokens count
+    /// within the budget (see [`fill`]).
+    pub fill: bool,
 }
 
 impl Level {
@@ -31,6 +34,7 @@ impl Level {
         min_chars: 120,
         max_chars: 320,
         max_keys: 24,
+        fill: false,
     };
 
     /// No summarising at all (below `minTokens`).
@@ -39,7 +43,31 @@ impl Level {
         min_chars: 0,
         max_chars: 0,
         max_keys: 0,
+        fill: false,
     };
+
+    /// Budget-fill level: every text aims at `ratio` of its characters, without the default
+    /// level's caps, key tokens included in that share. The budget loop searches the ratio.
+    pub fn filling(ratio: f64) -> Level {
+        Level {
+            ratio,
+            min_chars: 0,
+            max_chars: usize::MAX,
+            max_keys: 0,
+            fill: true,
+        }
+    }
+
+    /// A level of exactly `chars` characters (no appended keys).
+    pub fn exact(chars: usize) -> Level {
+        Level {
+            ratio: 0.0,
+            min_chars: chars,
+            max_chars: chars,
+            max_keys: 0,
+            fill: true,
+        }
+    }
 
     /// The budget in characters for an original of `len` characters.
     pub fn budget(&self, len: usize) -> usize {
@@ -55,6 +83,7 @@ impl Level {
             min_chars: (self.min_chars / 2).max(40),
             max_chars: (self.max_chars / 2).max(80),
             max_keys: self.max_keys,
+            fill: self.fill,
         }
     }
 }
@@ -192,6 +221,55 @@ fn with_keys(body: String, original: &str, max: usize) -> String {
     }
 }
 
+/// The key tokens of `text` worth listing in a budget-fill summary: not in `known` (the key
+/// tokens of the messages kept verbatim), code spans of at most 40 characters, first
+/// occurrence order.
+pub fn fill_keys(text: &str, known: &HashSet<String>) -> Vec<String> {
+    keys::extract(text)
+        .into_iter()
+        .filter(|(k, kind)| (*kind != KeyKind::Code || k.len() <= 40) && !known.contains(k))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Budget-fill packing: `body` (made for `sentence_chars`) followed by the key tokens of
+/// `candidates` it does not contain, while the whole stays within `budget` characters.
+pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
+    let mut out = body;
+    let mut used = out.chars().count();
+    let mut first = true;
+    for k in candidates {
+        let len = k.chars().count() + 2;
+        if used + len + if first { 8 } else { 0 } > budget {
+            continue;
+        }
+        if keys::contains_token(&out, k) {
+            continue;
+        }
+        if first {
+            out.push_str(if out.is_empty() {
+                "keys: "
+            } else {
+                " | keys: "
+            });
+            used += 8;
+            first = false;
+        } else {
+            out.push_str(", ");
+        }
+        out.push_str(k);
+        used += len;
+    }
+    out
+}
+
+/// Characters of a budget-fill summary left for sentences when `candidates` are to be listed:
+/// the keys take at most half of `budget`.
+pub fn sentence_share(candidates: &[String], budget: usize) -> usize {
+    let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
+    budget - keys.min(budget / 2)
+}
+
 /// Code-split (seed 002): the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
 pub fn code_split(text: &str, level: Level, terms: &HashSet<String>) -> Option<String> {
@@ -313,6 +391,7 @@ mod tests {
                 min_chars: 60,
                 max_chars: 200,
                 max_keys: 10,
+                fill: false,
             },
             &HashSet::new(),
         );
@@ -337,6 +416,7 @@ mod tests {
             min_chars: 30,
             max_chars: 60,
             max_keys: 0,
+            fill: false,
         };
         let s = prose(text, level, &query_terms(Some("payments retried")));
         assert!(s.contains("Payments"), "{s}");
