@@ -69,12 +69,6 @@ pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan,
     let Some(budget) = budget(options, before) else {
         return Ok(first);
     };
-    if first.stats.tokens_after <= budget {
-        let mut best = first;
-        best.stats.fits = Some(true);
-        best.stats.budget = Some(budget);
-        return Ok(best);
-    }
     // Stages, each searched over the fill ratio: what stays verbatim shrinks from stage to
     // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
     // messages folded, with a recency window of 1, then 0).
@@ -96,6 +90,30 @@ pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan,
         fold,
         ..base
     };
+    if first.stats.tokens_after <= budget {
+        // The default pass fits: when the input itself does not, use the budget rather than
+        // leave it empty — the same recency window, the largest fill ratio that fits (if that
+        // keeps more than the default pass).
+        let mut best = first;
+        if before > budget {
+            let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
+            for _ in 0..SEARCH_STEPS {
+                let mid = (lo + hi) / 2.0;
+                let p = plan(raws, options, at(rw, false, 0, mid.exp()))?;
+                if p.stats.tokens_after <= budget {
+                    lo = mid;
+                    if p.stats.tokens_after > best.stats.tokens_after {
+                        best = p;
+                    }
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        best.stats.fits = Some(true);
+        best.stats.budget = Some(budget);
+        return Ok(best);
+    }
     let fitting = |p: Plan, stage: usize| -> Plan {
         let mut p = p;
         p.stats.escalation = stage;

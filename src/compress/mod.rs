@@ -840,12 +840,18 @@ fn fill_fate(
     }
     if unit.kind == UnitKind::ToolOutput {
         if let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(t) {
+            // Every number when the whole rendering fits the share; else the default rendering
+            // (long numeric arrays summarised) with the key tokens it left out, in the share.
+            let all = summarize::json_compact(&v, level, seen, unit.msg, true);
+            if all.chars().count() <= budget {
+                return summarized(all);
+            }
+            let candidates = summarize::fill_keys(t, known);
             let compact =
                 summarize::json_compact(&v, level, seen, unit.msg, options.preserve_numbers);
             if compact.chars().count() <= budget {
-                return summarized(compact);
+                return summarized(summarize::fill(compact, &candidates, budget));
             }
-            let candidates = summarize::fill_keys(t, known);
             let share = summarize::sentence_share(&candidates, budget);
             let body = summarize::json(&v, summarize::Level::exact(share), chars, terms);
             return summarized(summarize::fill(body, &candidates, budget));
