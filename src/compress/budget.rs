@@ -24,6 +24,8 @@ pub(super) struct Tuning {
     pub(super) condense_calls: bool,
     /// Fold up to this many of the oldest messages into one summary message.
     pub(super) fold: usize,
+    /// The folded summary's size in characters (else the level's share of the folded text).
+    pub(super) fold_chars: Option<usize>,
 }
 
 impl Tuning {
@@ -38,6 +40,7 @@ impl Tuning {
             older_level: Level::DEFAULT,
             condense_calls: false,
             fold: 0,
+            fold_chars: None,
         }
     }
 }
@@ -46,8 +49,10 @@ impl Tuning {
 /// does not fit, every compressible text is summarised to the same share of its size (the
 /// fill ratio, found by bisection: the largest that fits, so the budget is used rather than
 /// overshot), with its key tokens listed within that share; the stages keep less verbatim in
-/// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0. Last,
-/// the oldest compressible texts are truncated to a preview, as few as needed.
+/// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0, then the
+/// oldest messages folded into one summary message. Last, the oldest compressible texts left
+/// are truncated to a preview, as few as needed, and if even that does not fit, every message
+/// but the preserved-role ones is folded.
 pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
     let base = Tuning::base(options);
     let first = plan(raws, options, base)?;
@@ -215,6 +220,32 @@ pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan,
         }
     }
     best.stats.escalation = stages.len() + 1;
+    if best.stats.tokens_after > budget {
+        // Nothing else left: every message but the preserved-role ones folded into one.
+        // Its key tokens (newest message first) fill what the budget leaves.
+        let fold_all = |chars: usize| Tuning {
+            fold: usize::MAX,
+            fold_chars: Some(chars),
+            ..deepest
+        };
+        let all = plan(raws, options, fold_all(0))?;
+        if all.stats.tokens_after < best.stats.tokens_after {
+            best = all;
+            best.stats.escalation = stages.len() + 2;
+            let (mut lo, mut hi) = (0, budget * 8 + 1);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let p = plan(raws, options, fold_all(mid))?;
+                if p.stats.tokens_after <= budget {
+                    lo = mid;
+                    best = p;
+                    best.stats.escalation = stages.len() + 2;
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+    }
     best.stats.fits = Some(best.stats.tokens_after <= budget);
     best.stats.budget = Some(budget);
     Ok(best)

@@ -588,7 +588,9 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
                     }
                 }
             }
-            let budget = tuning.level.budget(chars);
+            let budget = tuning
+                .fold_chars
+                .unwrap_or_else(|| tuning.level.budget(chars));
             let body = summarize::fill(String::new(), &candidates, budget);
             let count = fold.len();
             let text = if body.is_empty() {
@@ -936,8 +938,8 @@ fn condense_calls(msg: &mut Value, id: &str) -> bool {
 /// valid when the `user` summary that replaces the run keeps the provider's rules: OpenAI —
 /// the next message is not a tool result (its call would be gone); Anthropic — the next
 /// message is an assistant message and the run ends with a user message (alternation, and
-/// every tool result stays with its tool use). The newest message is never folded, nor a
-/// preserved-role message.
+/// every tool result stays with its tool use). The newest message is folded only when `want`
+/// is `usize::MAX`; a preserved-role message never is.
 fn fold_range(
     views: &[crate::message::MessageView<'_>],
     options: &CompressOptions,
@@ -963,11 +965,19 @@ fn fold_range(
             .iter()
             .any(|v| v.role() == Some(Role::Tool) || !v.tool_calls().is_empty());
     let mut best = start;
-    for c in start + 1..views.len() {
+    // `usize::MAX`: everything may go, the newest message too (the budget's very last step).
+    let end = if want == usize::MAX {
+        views.len() + 1
+    } else {
+        views.len()
+    };
+    for c in start + 1..end {
         if c - start > want || preserved_role(c - 1) {
             break;
         }
-        let ok = if openai_only {
+        let ok = if c == views.len() {
+            true
+        } else if openai_only {
             views[c].role() != Some(Role::Tool)
         } else {
             views[c].role() == Some(Role::Assistant) && views[c - 1].role() == Some(Role::User)
