@@ -3,7 +3,8 @@
 use serde_json::value::RawValue;
 
 use super::summarize::Level;
-use super::{plan, CompressOptions, Plan};
+use super::summarize::Query;
+use super::{CompressOptions, Plan};
 use crate::error::Error;
 
 /// How hard one pass of the pipeline compresses (the budget loop escalates it).
@@ -53,7 +54,14 @@ impl Tuning {
 /// oldest messages folded into one summary message. Last, the oldest compressible texts left
 /// are truncated to a preview, as few as needed, and if even that does not fit, every message
 /// but the preserved-role ones is folded.
-pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
+pub(super) fn run(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    query: &Query,
+) -> Result<Plan, Error> {
+    let plan = |raws: &[&RawValue], options: &CompressOptions, tuning: Tuning| {
+        super::plan(raws, options, tuning, query)
+    };
     let base = Tuning::base(options);
     let first = plan(raws, options, base)?;
     let before = first.stats.tokens_before;

@@ -30,6 +30,7 @@ pub mod summarize;
 mod uncompress;
 
 use budget::{run, Tuning};
+use summarize::Query;
 
 pub use options::CompressOptions;
 pub use uncompress::{uncompress, uncompress_json};
@@ -40,11 +41,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::embed::Embedder;
 use crate::error::{join_index, Error, ErrorKind};
 use crate::message::{
     raw_texts, resolve_format, views_from_raws, BlockKind, Format, RawDocument, Role,
 };
-use crate::text::{detect, estimate_tokens, fences, hash, keys};
+use crate::text::{detect, estimate_tokens, fences, hash, keys, sentences};
 
 /// What `compress` did, in counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -128,9 +130,25 @@ pub struct CompressJsonOutput {
 
 /// Compresses an array of messages.
 pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<CompressOutput, Error> {
+    compress_with(messages, options, None)
+}
+
+/// [`compress`] with an embedder for `options.query`: a sentence's relevance is the cosine
+/// between the query's vector and its own (every unique candidate sentence embedded once per
+/// call, in one batch with the query). Without an embedder (or without a query) relevance is
+/// query-term overlap. Deterministic for a given embedder.
+///
+/// # Errors
+/// As [`compress`]; an embedder failure is [`ErrorKind::Internal`].
+pub fn compress_with(
+    messages: &[Value],
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<CompressOutput, Error> {
     let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
-    let plan = run(&raws, options)?;
+    let query = build_query(&raws, options, embedder)?;
+    let plan = run(&raws, options, &query)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
             .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))
@@ -160,8 +178,21 @@ pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<Compres
 
 /// Compresses a JSON document: an array of messages or a request body with `messages`.
 pub fn compress_json(json: &str, options: &CompressOptions) -> Result<CompressJsonOutput, Error> {
+    compress_json_with(json, options, None)
+}
+
+/// [`compress_json`] with an embedder for `options.query` (see [`compress_with`]).
+///
+/// # Errors
+/// As [`compress_json`]; an embedder failure is [`ErrorKind::Internal`].
+pub fn compress_json_with(
+    json: &str,
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
-    let plan = run(&doc.messages, options)?;
+    let query = build_query(&doc.messages, options, embedder)?;
+    let plan = run(&doc.messages, options, &query)?;
     let text = doc.write_messages(
         json.len(),
         plan.messages.iter().map(|p| match p {
@@ -295,7 +326,12 @@ enum Fate {
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
-fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result<Plan, Error> {
+fn plan(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    tuning: Tuning,
+    terms: &Query,
+) -> Result<Plan, Error> {
     let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
     let patterns = options.patterns()?;
@@ -433,7 +469,6 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             }
         }
     }
-    let terms = summarize::query_terms(options.query.as_deref());
     // Budget-fill mode lists key tokens; those of the messages kept verbatim are not repeated.
     let known: HashSet<String> = if tuning.level.fill {
         let kept: Vec<String> = (0..n)
@@ -472,10 +507,10 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
         } else if patterns.iter().any(|p| p.is_match(t)) {
             keep("preserve pattern")
         } else if level.fill {
-            fill_fate(unit, level, &terms, &known, &seen, options)
+            fill_fate(unit, level, terms, &known, &seen, options)
         } else if options.preserve_code && fences::has_fence(t) {
             if fences::prose_chars(t) >= 80 {
-                match summarize::code_split(t, level, &terms) {
+                match summarize::code_split(t, level, terms) {
                     Some(body) => Fate::Replace {
                         body,
                         action: "code_split",
@@ -489,7 +524,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
                     body: if tuning.lossy_json {
-                        summarize::json(&v, level, t.chars().count(), &terms)
+                        summarize::json(&v, level, t.chars().count(), terms)
                     } else {
                         summarize::json_compact(
                             &v,
@@ -508,7 +543,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
                 _ => match detect::hard(t) {
                     Some(h) => Fate::Keep(format!("hard verbatim: {}", h.as_str())),
                     None => Fate::Replace {
-                        body: summarize::prose(t, level, &terms),
+                        body: summarize::prose(t, level, terms),
                         action: "summarized",
                     },
                 },
@@ -517,7 +552,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             Fate::Keep(format!("hard verbatim: {}", h.as_str()))
         } else {
             Fate::Replace {
-                body: summarize::prose(t, level, &terms),
+                body: summarize::prose(t, level, terms),
                 action: "summarized",
             }
         };
@@ -639,9 +674,9 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
                 tuning.level
             };
             let body = if level.fill {
-                fill_prose(&joined, level, &terms, &known)
+                fill_prose(&joined, level, terms, &known)
             } else {
-                summarize::prose(&joined, level, &terms)
+                summarize::prose(&joined, level, terms)
             };
             let marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
@@ -819,7 +854,7 @@ fn set_unit_text(msg: &mut Value, unit: &Unit, text: String) {
 fn fill_fate(
     unit: &Unit,
     level: summarize::Level,
-    terms: &HashSet<String>,
+    terms: &Query,
     known: &HashSet<String>,
     seen: &summarize::SeenValues,
     options: &CompressOptions,
@@ -870,7 +905,7 @@ fn fill_fate(
 fn fill_prose(
     text: &str,
     level: summarize::Level,
-    terms: &HashSet<String>,
+    terms: &Query,
     known: &HashSet<String>,
 ) -> String {
     let budget = level.budget(text.chars().count());
@@ -987,4 +1022,56 @@ fn fold_range(
         }
     }
     start..best
+}
+
+/// The query of a call: its terms, and with an embedder the cosine of the query with every
+/// unique sentence of the messages' texts (string contents, text blocks, string tool results),
+/// embedded in one batch.
+fn build_query(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<Query, Error> {
+    let mut query = summarize::query_terms(options.query.as_deref());
+    let (Some(q), Some(embedder)) = (options.query.as_deref(), embedder) else {
+        return Ok(query);
+    };
+    let mut unique: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for (i, raw) in raws.iter().enumerate() {
+        let value: Value = serde_json::from_str(raw.get())
+            .map_err(|e| Error::json(join_index("messages", i), &e))?;
+        let mut texts: Vec<&str> = Vec::new();
+        match value.get("content") {
+            Some(Value::String(s)) => texts.push(s),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    if let Some(Value::String(t)) = b.get("text") {
+                        texts.push(t);
+                    } else if let Some(Value::String(t)) = b.get("content") {
+                        texts.push(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+        for t in texts {
+            for s in sentences::split(t) {
+                unique.insert(t[s.span].trim().to_string());
+            }
+        }
+    }
+    let sentences: Vec<String> = unique.into_iter().collect();
+    let mut batch: Vec<&str> = Vec::with_capacity(sentences.len() + 1);
+    batch.push(q);
+    batch.extend(sentences.iter().map(String::as_str));
+    let vectors = embedder.embed(&batch)?;
+    let Some((qv, rest)) = vectors.split_first() else {
+        return Ok(query);
+    };
+    query.cosines = sentences
+        .into_iter()
+        .zip(rest)
+        .map(|(s, v)| (s, crate::embed::cosine(qv, v)))
+        .collect();
+    Ok(query)
 }

@@ -4,7 +4,7 @@
 //! Every summary is a body; `compress` wraps it in a `[summary#id: …]` marker and keeps it only
 //! when it is shorter than what it replaces (the size guard).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::text::fences::{self, Segment};
 use crate::text::keys::{self, KeyKind};
@@ -88,19 +88,52 @@ impl Level {
     }
 }
 
-/// Query terms (lower-cased words of 3+ characters) used for relevance.
-pub fn query_terms(query: Option<&str>) -> HashSet<String> {
-    query
-        .map(|q| {
-            q.split(|c: char| !c.is_alphanumeric() && c != '_')
-                .filter(|w| w.chars().count() >= 3)
-                .map(str::to_lowercase)
-                .collect()
-        })
-        .unwrap_or_default()
+/// The query of a call (`options.query`): its terms (lower-cased words of 3+ characters) and,
+/// when an embedder was given, the cosine between the query's vector and each candidate
+/// sentence's (by trimmed sentence text).
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// Lower-cased query words of 3+ characters (term-overlap relevance).
+    pub terms: HashSet<String>,
+    /// Cosine of the query with each sentence, when an embedder was given.
+    pub cosines: HashMap<String, f32>,
 }
 
-fn relevance(sentence: &str, terms: &HashSet<String>) -> f64 {
+impl Query {
+    /// Whether there are no query terms.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Whether `word` (lower-cased) is a query term.
+    pub fn contains(&self, word: &str) -> bool {
+        self.terms.contains(word)
+    }
+}
+
+/// Weight of a sentence's cosine with the query in its score (a cosine of 0.5 counts like
+/// two query-term hits).
+const COSINE_WEIGHT: f64 = 12.0;
+
+/// Query terms (lower-cased words of 3+ characters) used for relevance.
+pub fn query_terms(query: Option<&str>) -> Query {
+    Query {
+        terms: query
+            .map(|q| {
+                q.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .filter(|w| w.chars().count() >= 3)
+                    .map(str::to_lowercase)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        cosines: HashMap::new(),
+    }
+}
+
+fn relevance(sentence: &str, terms: &Query) -> f64 {
+    if let Some(&c) = terms.cosines.get(sentence.trim()) {
+        return f64::from(c.max(0.0)) * COSINE_WEIGHT;
+    }
     if terms.is_empty() {
         return 0.0;
     }
@@ -114,7 +147,7 @@ fn relevance(sentence: &str, terms: &HashSet<String>) -> f64 {
 /// An extractive summary of prose: the best sentence of each paragraph first, then the next
 /// best, packed into the level's budget, in reading order, with the key tokens it left out
 /// appended (`| keys: a, b`).
-pub fn prose(text: &str, level: Level, terms: &HashSet<String>) -> String {
+pub fn prose(text: &str, level: Level, terms: &Query) -> String {
     let sents = sentences::split(text);
     if sents.is_empty() {
         return String::new();
@@ -272,7 +305,7 @@ pub fn sentence_share(candidates: &[String], budget: usize) -> usize {
 
 /// Code-split (seed 002): the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
-pub fn code_split(text: &str, level: Level, terms: &HashSet<String>) -> Option<String> {
+pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
     let segments = fences::split(text);
     if !segments.iter().any(|s| matches!(s, Segment::Code(_))) {
         return None;
@@ -393,7 +426,7 @@ mod tests {
                 max_keys: 10,
                 fill: false,
             },
-            &HashSet::new(),
+            &Query::default(),
         );
         assert!(s.contains("parse_config"), "{s}");
         assert!(!s.starts_with("Sure"), "{s}");
@@ -425,9 +458,9 @@ mod tests {
     #[test]
     fn code_split_keeps_fences() {
         let text = format!("{}\n```rust\nfn main() {{}}\n```\nThat is all.", "Here is a long explanation of the function, why it exists and what it does for the caller. ".repeat(3));
-        let s = code_split(&text, Level::DEFAULT, &HashSet::new()).unwrap();
+        let s = code_split(&text, Level::DEFAULT, &Query::default()).unwrap();
         assert!(s.contains("```rust\nfn main() {}\n```"));
-        assert!(code_split("no code", Level::DEFAULT, &HashSet::new()).is_none());
+        assert!(code_split("no code", Level::DEFAULT, &Query::default()).is_none());
     }
 
     #[test]
