@@ -18,9 +18,17 @@
 //! originals go into `verbatim`, so [`uncompress`] restores the input byte for byte. Messages
 //! that are kept are returned as they came.
 //!
-//! Not built yet (issue 5 continues): the token-budget loop with hierarchical levels, the
-//! incremental cache and prefix-stable mode, importance scoring, contradiction detection,
-//! `prepareContext`, LLM summarisers, and embedding-based query relevance.
+//! 5. **Token budget** (`tokenBudget` / `targetRatio`, see `budget.rs`): every compressible
+//!    text summarised to the same, largest share of its size that fits, key tokens listed
+//!    within it; then less kept verbatim (recency window 2 → 1 → condensed tool-call
+//!    arguments → 0 → the oldest messages folded into one `user` summary), truncation, and
+//!    finally everything but preserved-role messages folded.
+//!
+//! Query relevance: term overlap, or with [`compress_with`] and an [`Embedder`] the cosine of
+//! the query with each sentence.
+//!
+//! Not built yet (issue 5 continues): the incremental cache and prefix-stable mode,
+//! importance scoring, contradiction detection, `prepareContext`, LLM summarisers.
 
 mod budget;
 mod dedup;
