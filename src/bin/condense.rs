@@ -17,7 +17,7 @@ mod cli {
     use std::process::ExitCode;
 
     use clap::{Parser, Subcommand, ValueEnum};
-    use condense::compress::{compress_json, uncompress_json, CompressOptions};
+    use condense::compress::{compress_json_with, uncompress_json, CompressOptions};
     use condense::embed::Embedder;
     use condense::message::{validate_json, Format, ValidateOptions};
     use condense::retrieve::index::{Document, Index, IndexOptions};
@@ -44,6 +44,13 @@ mod cli {
             /// Default options (JSON); a line's own `options` override them key by key.
             #[arg(long, value_name = "JSON")]
             options: Option<String>,
+            /// With `query`: sentence relevance by embedding cosine with the model in this
+            /// directory (model.onnx, tokenizer.json) instead of query-term overlap.
+            #[arg(long, value_name = "DIR", conflicts_with = "lexical")]
+            model_dir: Option<std::path::PathBuf>,
+            /// With `query`: sentence relevance by cosine with the lexical fallback embedder.
+            #[arg(long)]
+            lexical: bool,
         },
         /// Restore compressed conversations.
         /// Lines: {id?, messages, verbatim} → {id, messages}.
@@ -148,14 +155,29 @@ mod cli {
             }
         };
         let result = match cli.command {
-            Command::Compress { options } => match parse_object(options.as_deref()) {
-                Ok(defaults) => match CompressOptions::from_value(&Value::Object(defaults.clone()))
-                {
-                    Ok(_) => run(|line| compress(line, &defaults)),
+            Command::Compress {
+                options,
+                model_dir,
+                lexical,
+            } => {
+                let embedder = if lexical || model_dir.is_some() {
+                    match load_embedder(&ModelArgs { model_dir, lexical }) {
+                        Ok(e) => Some(e),
+                        Err(e) => return fatal(&e),
+                    }
+                } else {
+                    None
+                };
+                match parse_object(options.as_deref()) {
+                    Ok(defaults) => {
+                        match CompressOptions::from_value(&Value::Object(defaults.clone())) {
+                            Ok(_) => run(|line| compress(line, &defaults, embedder.as_ref())),
+                            Err(e) => return usage(&e),
+                        }
+                    }
                     Err(e) => return usage(&e),
-                },
-                Err(e) => return usage(&e),
-            },
+                }
+            }
             Command::Uncompress => run(uncompress),
             Command::Watermark { options } => match parse_defaults(options.as_deref()) {
                 Ok(defaults) => run(|line| watermark(line, &defaults)),
@@ -361,13 +383,14 @@ mod cli {
     fn compress(
         text: &str,
         defaults: &Map<String, Value>,
+        embedder: Option<&Embedder>,
     ) -> Result<String, (Option<String>, Error)> {
         let (line, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
         let options = CompressOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;
         let start = std::time::Instant::now();
-        let out = compress_json(messages.get(), &options).map_err(fail)?;
+        let out = compress_json_with(messages.get(), &options, embedder).map_err(fail)?;
         let ms = start.elapsed().as_secs_f64() * 1000.0;
         let key = if line.task_id.is_some() {
             "task_id"

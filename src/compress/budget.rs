@@ -3,7 +3,8 @@
 use serde_json::value::RawValue;
 
 use super::summarize::Level;
-use super::{plan, CompressOptions, Plan};
+use super::summarize::Query;
+use super::{CompressOptions, Plan};
 use crate::error::Error;
 
 /// How hard one pass of the pipeline compresses (the budget loop escalates it).
@@ -20,6 +21,12 @@ pub(super) struct Tuning {
     /// refinement: the oldest messages go one level deeper first).
     pub(super) older_than: usize,
     pub(super) older_level: Level,
+    /// Condense the arguments of tool calls outside the recency window.
+    pub(super) condense_calls: bool,
+    /// Fold up to this many of the oldest messages into one summary message.
+    pub(super) fold: usize,
+    /// The folded summary's size in characters (else the level's share of the folded text).
+    pub(super) fold_chars: Option<usize>,
 }
 
 impl Tuning {
@@ -32,14 +39,29 @@ impl Tuning {
             truncate_oldest: 0,
             older_than: 0,
             older_level: Level::DEFAULT,
+            condense_calls: false,
+            fold: 0,
+            fold_chars: None,
         }
     }
 }
 
-/// Runs the pipeline, escalating until the token budget (if any) is met: a smaller recency
-/// window, tighter summary levels (50% → 25% → 12.5% of the default), lossy summaries of JSON
-/// tool output and near-duplicate removal, then truncation of the oldest compressible texts.
-pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan, Error> {
+/// Runs the pipeline, escalating until the token budget (if any) is met. When the default pass
+/// does not fit, every compressible text is summarised to the same share of its size (the
+/// fill ratio, found by bisection: the largest that fits, so the budget is used rather than
+/// overshot), with its key tokens listed within that share; the stages keep less verbatim in
+/// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0, then the
+/// oldest messages folded into one summary message. Last, the oldest compressible texts left
+/// are truncated to a preview, as few as needed, and if even that does not fit, every message
+/// but the preserved-role ones is folded.
+pub(super) fn run(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    query: &Query,
+) -> Result<Plan, Error> {
+    let plan = |raws: &[&RawValue], options: &CompressOptions, tuning: Tuning| {
+        super::plan(raws, options, tuning, query)
+    };
     let base = Tuning::base(options);
     let first = plan(raws, options, base)?;
     let before = first.stats.tokens_before;
@@ -60,102 +82,175 @@ pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan,
     let Some(budget) = budget(options, before) else {
         return Ok(first);
     };
-    let mut schedule = vec![
-        Tuning {
-            recency_window: base.recency_window.min(2),
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter(),
-            recency_window: base.recency_window.min(2),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter(),
-            recency_window: base.recency_window.min(1),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter().tighter(),
-            recency_window: base.recency_window.min(1),
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
-        // Even the newest message is summarised before anything is truncated.
-        Tuning {
-            level: Level::DEFAULT.tighter().tighter().tighter(),
-            recency_window: 0,
-            lossy_json: true,
-            fuzzy: true,
-            ..base
-        },
+    // Stages, each searched over the fill ratio: what stays verbatim shrinks from stage to
+    // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
+    // messages folded, with a recency window of 1, then 0).
+    let rw = base.recency_window;
+    let stages = [
+        (rw.min(2), false, false),
+        (rw.min(1), false, false),
+        (rw.min(1), true, false),
+        (0, true, false),
+        (rw.min(1), true, true),
+        (0, true, true),
     ];
-    let deepest = schedule[schedule.len() - 1];
-    let mut k = 1;
-    while k <= raws.len() * 4 {
-        schedule.push(Tuning {
-            truncate_oldest: k,
-            ..deepest
-        });
-        k *= 2;
-    }
-    let steps: Vec<Tuning> = std::iter::once(base).chain(schedule).collect();
-    let mut best = first;
-    let mut found = None;
-    for (step, tuning) in steps.iter().enumerate() {
-        let p = if step == 0 {
-            best
-        } else {
-            plan(raws, options, *tuning)?
-        };
-        let fits = p.stats.tokens_after <= budget;
-        best = p;
-        best.stats.escalation = step;
-        if fits {
-            found = Some(step);
-            break;
-        }
-    }
-    // Refine: the first fitting step may overshoot. Between it and the step before, find the
-    // lightest mix that still fits (binary search; fitting is monotone in the mix).
-    if let Some(step) = found.filter(|&s| s > 0) {
-        let (prev, cur) = (steps[step - 1], steps[step]);
-        let mix = |x: usize| -> Tuning {
-            if cur.truncate_oldest > 0 {
-                Tuning {
-                    truncate_oldest: x,
-                    ..cur
-                }
-            } else {
-                // The oldest `x` messages at the deeper level, the rest at the lighter one.
-                Tuning {
-                    level: prev.level,
-                    older_than: x,
-                    older_level: cur.level,
-                    ..cur
+    let at = |recency_window: usize, condense_calls: bool, fold: usize, ratio: f64| Tuning {
+        level: Level::filling(ratio),
+        recency_window,
+        lossy_json: true,
+        fuzzy: true,
+        condense_calls,
+        fold,
+        ..base
+    };
+    if first.stats.tokens_after <= budget {
+        // The default pass fits: when the input itself does not, use the budget rather than
+        // leave it empty — the same recency window, the largest fill ratio that fits (if that
+        // keeps more than the default pass).
+        let mut best = first;
+        if before > budget {
+            let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
+            for _ in 0..SEARCH_STEPS {
+                let mid = (lo + hi) / 2.0;
+                let p = plan(raws, options, at(rw, false, 0, mid.exp()))?;
+                if p.stats.tokens_after <= budget {
+                    lo = mid;
+                    if p.stats.tokens_after > best.stats.tokens_after {
+                        best = p;
+                    }
+                } else {
+                    hi = mid;
                 }
             }
-        };
-        let (mut lo, mut hi) = if cur.truncate_oldest > 0 {
-            (prev.truncate_oldest, cur.truncate_oldest)
-        } else {
-            (0, raws.len())
-        };
-        // Invariant: mix(hi) fits (mix(raws.len()) is `cur` itself); find the smallest.
+        }
+        best.stats.fits = Some(true);
+        best.stats.budget = Some(budget);
+        return Ok(best);
+    }
+    let fitting = |p: Plan, stage: usize| -> Plan {
+        let mut p = p;
+        p.stats.escalation = stage;
+        p.stats.fits = Some(true);
+        p.stats.budget = Some(budget);
+        p
+    };
+    for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
+        let stage = stage + 1;
+        // The fewest folded messages that let the smallest ratio fit.
+        let mut fold = 0;
+        let mut best = plan(
+            raws,
+            options,
+            at(recency_window, condense_calls, 0, MIN_RATIO),
+        )?;
+        if best.stats.tokens_after > budget {
+            if !may_fold {
+                continue;
+            }
+            let most = plan(
+                raws,
+                options,
+                at(recency_window, condense_calls, raws.len(), MIN_RATIO),
+            )?;
+            if most.stats.tokens_after > budget {
+                continue;
+            }
+            best = most;
+            let (mut lo, mut hi) = (0, raws.len());
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let p = plan(
+                    raws,
+                    options,
+                    at(recency_window, condense_calls, mid, MIN_RATIO),
+                )?;
+                if p.stats.tokens_after <= budget {
+                    hi = mid;
+                    best = p;
+                } else {
+                    lo = mid;
+                }
+            }
+            fold = hi;
+        }
+        // The largest ratio that fits: bisection in log space (fitting is close to monotone
+        // in the ratio; only fitting plans are kept).
+        let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
+        for _ in 0..SEARCH_STEPS {
+            let mid = (lo + hi) / 2.0;
+            let p = plan(
+                raws,
+                options,
+                at(recency_window, condense_calls, fold, mid.exp()),
+            )?;
+            if p.stats.tokens_after <= budget {
+                lo = mid;
+                best = p;
+            } else {
+                hi = mid;
+            }
+        }
+        return Ok(fitting(best, stage));
+    }
+    // Last resort: on top of the deepest stage, the oldest compressible texts left (code kept
+    // by the summaries, the newest message) cut to a preview, as few as needed.
+    let deepest = at(0, true, raws.len(), MIN_RATIO);
+    let truncating = |k: usize| Tuning {
+        truncate_oldest: k,
+        ..deepest
+    };
+    let mut best = plan(raws, options, deepest)?;
+    let mut k = 1;
+    let mut prev = 0;
+    let mut found = None;
+    while k <= raws.len() * 4 {
+        let p = plan(raws, options, truncating(k))?;
+        let fits = p.stats.tokens_after <= budget;
+        best = p;
+        if fits {
+            found = Some((prev, k));
+            break;
+        }
+        prev = k;
+        k *= 2;
+    }
+    if let Some((mut lo, mut hi)) = found {
+        // Invariant: truncating `hi` fits; find the smallest.
         while lo + 1 < hi {
             let mid = lo + (hi - lo) / 2;
-            let p = plan(raws, options, mix(mid))?;
+            let p = plan(raws, options, truncating(mid))?;
             if p.stats.tokens_after <= budget {
                 hi = mid;
                 best = p;
-                best.stats.escalation = step;
             } else {
                 lo = mid;
+            }
+        }
+    }
+    best.stats.escalation = stages.len() + 1;
+    if best.stats.tokens_after > budget {
+        // Nothing else left: every message but the preserved-role ones folded into one.
+        // Its key tokens (newest message first) fill what the budget leaves.
+        let fold_all = |chars: usize| Tuning {
+            fold: usize::MAX,
+            fold_chars: Some(chars),
+            ..deepest
+        };
+        let all = plan(raws, options, fold_all(0))?;
+        if all.stats.tokens_after < best.stats.tokens_after {
+            best = all;
+            best.stats.escalation = stages.len() + 2;
+            let (mut lo, mut hi) = (0, budget * 8 + 1);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let p = plan(raws, options, fold_all(mid))?;
+                if p.stats.tokens_after <= budget {
+                    lo = mid;
+                    best = p;
+                    best.stats.escalation = stages.len() + 2;
+                } else {
+                    hi = mid;
+                }
             }
         }
     }
@@ -163,6 +258,11 @@ pub(super) fn run(raws: &[&RawValue], options: &CompressOptions) -> Result<Plan,
     best.stats.budget = Some(budget);
     Ok(best)
 }
+
+/// The smallest fill ratio the budget loop tries before truncating.
+const MIN_RATIO: f64 = 0.004;
+/// Bisection steps of the fill ratio (log space: about 4% resolution).
+const SEARCH_STEPS: usize = 8;
 
 /// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
 fn budget(options: &CompressOptions, before: usize) -> Option<usize> {

@@ -1,17 +1,15 @@
 //! JSON tool output: the lossless, syntax-light rendering of the default level
 //! ([`json_compact`]) and the lossy field summary of the budget loop ([`json`]).
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
-use super::summarize::{cut_at_word, prose, Level};
+use super::summarize::{cut_at_word, prose, Level, Query};
 use crate::text::keys;
 
 /// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
 /// short and summarised by count, range and first items when long, within the level's budget
 /// (identifier-like values are kept first).
-pub fn json(value: &Value, level: Level, original_chars: usize, terms: &HashSet<String>) -> String {
+pub fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
     let budget = level.budget(original_chars).max(level.min_chars);
     let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
     flatten(value, "", &mut entries);
@@ -171,7 +169,7 @@ fn render_str(s: &str, ctx: &Ctx<'_>, out: &mut String) {
             max_keys: 64,
             ..ctx.level
         };
-        let summary = prose(s, level, &HashSet::new());
+        let summary = prose(s, level, &Query::default());
         out.push_str(&Value::String(format!("{summary} …")).to_string());
     } else {
         out.push_str(&Value::String(s.to_string()).to_string());
@@ -375,7 +373,7 @@ mod tests {
         let v: Value = serde_json::from_str(r#"{"booking_id": "3426812", "transaction_id": "45451592", "booking_status": true,
             "travel_cost_list": [2000.0, 5000.0, 4000.0, 4500.0, 3000.0, 3500.0, 3700.0, 3200.0, 3300.0, 3400.0],
             "notes": "a very long free text field that goes on and on about nothing in particular for a while longer than eighty characters"}"#).unwrap();
-        let s = json(&v, Level::DEFAULT, 2000, &HashSet::new());
+        let s = json(&v, Level::DEFAULT, 2000, &Query::default());
         assert!(
             s.contains("booking_id=3426812") && s.contains("45451592"),
             "{s}"
@@ -391,8 +389,9 @@ mod tests {
             min_chars: 40,
             max_chars: 40,
             max_keys: 0,
+            fill: false,
         };
-        let plain = json(&v, tight, 400, &HashSet::new());
+        let plain = json(&v, tight, 400, &Query::default());
         let asked = json(
             &v,
             tight,

@@ -18,9 +18,17 @@
 //! originals go into `verbatim`, so [`uncompress`] restores the input byte for byte. Messages
 //! that are kept are returned as they came.
 //!
-//! Not built yet (issue 5 continues): the token-budget loop with hierarchical levels, the
-//! incremental cache and prefix-stable mode, importance scoring, contradiction detection,
-//! `prepareContext`, LLM summarisers, and embedding-based query relevance.
+//! 5. **Token budget** (`tokenBudget` / `targetRatio`, see `budget.rs`): every compressible
+//!    text summarised to the same, largest share of its size that fits, key tokens listed
+//!    within it; then less kept verbatim (recency window 2 → 1 → condensed tool-call
+//!    arguments → 0 → the oldest messages folded into one `user` summary), truncation, and
+//!    finally everything but preserved-role messages folded.
+//!
+//! Query relevance: term overlap, or with [`compress_with`] and an [`Embedder`] the cosine of
+//! the query with each sentence.
+//!
+//! Not built yet (issue 5 continues): the incremental cache and prefix-stable mode,
+//! importance scoring, contradiction detection, `prepareContext`, LLM summarisers.
 
 mod budget;
 mod dedup;
@@ -30,21 +38,23 @@ pub mod summarize;
 mod uncompress;
 
 use budget::{run, Tuning};
+use summarize::Query;
 
 pub use options::CompressOptions;
 pub use uncompress::{uncompress, uncompress_json};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::embed::Embedder;
 use crate::error::{join_index, Error, ErrorKind};
 use crate::message::{
     raw_texts, resolve_format, views_from_raws, BlockKind, Format, RawDocument, Role,
 };
-use crate::text::{detect, estimate_tokens, fences, hash};
+use crate::text::{detect, estimate_tokens, fences, hash, keys, sentences};
 
 /// What `compress` did, in counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -72,6 +82,12 @@ pub struct CompressStats {
     pub code_split: usize,
     /// Texts cut to a preview by the budget's last step.
     pub truncated: usize,
+    /// Messages whose tool-call arguments were condensed to a reference by the budget's last
+    /// steps (`{"_condensed":"[call#id]"}`; the call ids, names and pairing stay).
+    pub condensed_calls: usize,
+    /// The oldest messages folded into one `user` summary message by the budget's very last
+    /// step (only where the provider's rules still hold after the fold).
+    pub folded: usize,
     /// The token budget applied (`tokenBudget`, or `targetRatio` × `tokensBefore`).
     pub budget: Option<usize>,
     /// Whether `tokensAfter` ≤ `budget` (absent without a budget).
@@ -122,9 +138,25 @@ pub struct CompressJsonOutput {
 
 /// Compresses an array of messages.
 pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<CompressOutput, Error> {
+    compress_with(messages, options, None)
+}
+
+/// [`compress`] with an embedder for `options.query`: a sentence's relevance is the cosine
+/// between the query's vector and its own (every unique candidate sentence embedded once per
+/// call, in one batch with the query). Without an embedder (or without a query) relevance is
+/// query-term overlap. Deterministic for a given embedder.
+///
+/// # Errors
+/// As [`compress`]; an embedder failure is [`ErrorKind::Internal`].
+pub fn compress_with(
+    messages: &[Value],
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<CompressOutput, Error> {
     let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
-    let plan = run(&raws, options)?;
+    let query = build_query(&raws, options, embedder)?;
+    let plan = run(&raws, options, &query)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
             .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))
@@ -154,8 +186,21 @@ pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<Compres
 
 /// Compresses a JSON document: an array of messages or a request body with `messages`.
 pub fn compress_json(json: &str, options: &CompressOptions) -> Result<CompressJsonOutput, Error> {
+    compress_json_with(json, options, None)
+}
+
+/// [`compress_json`] with an embedder for `options.query` (see [`compress_with`]).
+///
+/// # Errors
+/// As [`compress_json`]; an embedder failure is [`ErrorKind::Internal`].
+pub fn compress_json_with(
+    json: &str,
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
-    let plan = run(&doc.messages, options)?;
+    let query = build_query(&doc.messages, options, embedder)?;
+    let plan = run(&doc.messages, options, &query)?;
     let text = doc.write_messages(
         json.len(),
         plan.messages.iter().map(|p| match p {
@@ -289,7 +334,12 @@ enum Fate {
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
-fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result<Plan, Error> {
+fn plan(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    tuning: Tuning,
+    terms: &Query,
+) -> Result<Plan, Error> {
     let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
     let patterns = options.patterns()?;
@@ -314,8 +364,14 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
     // 1. Message-level preservation.
     let recency_from = n.saturating_sub(tuning.recency_window);
     let mut preserved = vec![false; n];
+    // Messages whose tool calls get condensed arguments (the budget's last resort).
+    let mut condense = vec![false; n];
+    // The oldest messages folded into one summary (the budget's very last resort).
+    let fold = fold_range(&views, options, format, tuning.fold);
     for (i, view) in views.iter().enumerate() {
-        let reason = if options
+        let reason = if fold.contains(&i) {
+            None
+        } else if options
             .preserve_roles
             .iter()
             .any(|r| r == view.role.as_ref())
@@ -323,6 +379,12 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             Some(format!("preserved role {}", view.role))
         } else if i >= recency_from {
             Some("recency window".to_string())
+        } else if tuning.condense_calls
+            && (!view.tool_calls().is_empty()
+                || view.blocks().iter().any(|b| b.kind() == BlockKind::ToolUse))
+        {
+            condense[i] = true;
+            None
         } else if !view.tool_calls().is_empty() {
             Some("carries tool calls".to_string())
         } else {
@@ -333,11 +395,12 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             decide(i, None, "preserved", reason);
         }
     }
+    let folded = |i: usize| fold.contains(&i);
 
     // 2. Units of the other messages.
     let mut units: Vec<Unit> = Vec::new();
     for (i, value) in values.iter().enumerate() {
-        if preserved[i] {
+        if preserved[i] || folded(i) {
             continue;
         }
         let tool_message = views[i].role() == Some(Role::Tool);
@@ -414,7 +477,19 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             }
         }
     }
-    let terms = summarize::query_terms(options.query.as_deref());
+    // Budget-fill mode lists key tokens; those of the messages kept verbatim are not repeated.
+    let known: HashSet<String> = if tuning.level.fill {
+        let kept: Vec<String> = (0..n)
+            .filter(|&i| preserved[i])
+            .map(|i| message_text(&values[i]))
+            .collect();
+        keys::extract(&kept.join("\n"))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    } else {
+        HashSet::new()
+    };
     let mut truncations = tuning.truncate_oldest;
     for (u, unit) in units.iter().enumerate() {
         if fates[u].is_some() {
@@ -439,9 +514,11 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             keep("below minTokens")
         } else if patterns.iter().any(|p| p.is_match(t)) {
             keep("preserve pattern")
+        } else if level.fill {
+            fill_fate(unit, level, terms, &known, &seen, options)
         } else if options.preserve_code && fences::has_fence(t) {
             if fences::prose_chars(t) >= 80 {
-                match summarize::code_split(t, level, &terms) {
+                match summarize::code_split(t, level, terms) {
                     Some(body) => Fate::Replace {
                         body,
                         action: "code_split",
@@ -455,7 +532,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
                     body: if tuning.lossy_json {
-                        summarize::json(&v, level, t.chars().count(), &terms)
+                        summarize::json(&v, level, t.chars().count(), terms)
                     } else {
                         summarize::json_compact(
                             &v,
@@ -474,7 +551,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
                 _ => match detect::hard(t) {
                     Some(h) => Fate::Keep(format!("hard verbatim: {}", h.as_str())),
                     None => Fate::Replace {
-                        body: summarize::prose(t, level, &terms),
+                        body: summarize::prose(t, level, terms),
                         action: "summarized",
                     },
                 },
@@ -483,7 +560,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             Fate::Keep(format!("hard verbatim: {}", h.as_str()))
         } else {
             Fate::Replace {
-                body: summarize::prose(t, level, &terms),
+                body: summarize::prose(t, level, terms),
                 action: "summarized",
             }
         };
@@ -497,6 +574,7 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
         .filter(|(u, unit)| {
             unit.block.is_none()
                 && unit.kind == UnitKind::Prose
+                && views[unit.msg].tool_calls().is_empty()
                 && matches!(
                     fates[*u],
                     Some(Fate::Replace {
@@ -537,6 +615,53 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
     };
     let mut i = 0;
     while i < n {
+        if i == fold.start && !fold.is_empty() {
+            let id = hash::short_id(fold.clone().map(|g| raws[g].get()));
+            let id = id[..8].to_string();
+            // Key tokens newest message first: what the next turn most likely needs.
+            let mut chars = 0;
+            let mut candidates: Vec<String> = Vec::new();
+            let mut listed: HashSet<String> = HashSet::new();
+            for g in fold.clone().rev() {
+                let text = message_text(&values[g]);
+                chars += text.chars().count();
+                for k in summarize::fill_keys(&text, &known) {
+                    if listed.insert(k.clone()) {
+                        candidates.push(k);
+                    }
+                }
+            }
+            let budget = tuning
+                .fold_chars
+                .unwrap_or_else(|| tuning.level.budget(chars));
+            let body = summarize::fill(String::new(), &candidates, budget);
+            let count = fold.len();
+            let text = if body.is_empty() {
+                format!("[summary#{id}: {count} messages folded]")
+            } else {
+                format!("[summary#{id}: {count} messages folded | {body}]")
+            };
+            let before: usize = texts_tokens(fold.clone().map(|g| &values[g]));
+            if estimate_tokens(&text) >= before {
+                // Size guard: the run stays as it is.
+                for g in fold.clone() {
+                    decide(g, None, "preserved", "fold not shorter".into());
+                    stats.preserved += 1;
+                    out.push(Out::Keep(g));
+                }
+                i = fold.end;
+                continue;
+            }
+            let msg = serde_json::json!({"role": "user", "content": text});
+            out.push(Out::New(msg.to_string()));
+            verbatim.insert(id, fold.clone().collect());
+            stats.folded += count;
+            for g in fold.clone() {
+                decide(g, None, "folded", "token budget: oldest messages".into());
+            }
+            i = fold.end;
+            continue;
+        }
         let mut end = i + 1;
         while end < n && group_of[end] == i {
             end += 1;
@@ -556,7 +681,11 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             } else {
                 tuning.level
             };
-            let body = summarize::prose(&joined, level, &terms);
+            let body = if level.fill {
+                fill_prose(&joined, level, terms, &known)
+            } else {
+                summarize::prose(&joined, level, terms)
+            };
             let marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
                 .iter()
@@ -585,14 +714,19 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
             // The merged summary is not shorter: fall back to message by message.
             end = i + 1;
         }
-        let Some(unit_ids) = by_msg.get(&i) else {
-            if !preserved[i] {
-                decide(i, None, "preserved", "nothing compressible".into());
+        let no_units = Vec::new();
+        let unit_ids = match by_msg.get(&i) {
+            Some(ids) => ids,
+            None if condense[i] => &no_units,
+            None => {
+                if !preserved[i] {
+                    decide(i, None, "preserved", "nothing compressible".into());
+                }
+                stats.preserved += 1;
+                out.push(Out::Keep(i));
+                i = end;
+                continue;
             }
-            stats.preserved += 1;
-            out.push(Out::Keep(i));
-            i = end;
-            continue;
         };
         let mut msg = values[i].clone();
         let mut changed = false;
@@ -640,6 +774,16 @@ fn plan(raws: &[&RawValue], options: &CompressOptions, tuning: Tuning) -> Result
                 _ => stats.summarized += 1,
             }
             decide(i, unit.block, action, reason);
+        }
+        if condense[i] && condense_calls(&mut msg, &id) {
+            changed = true;
+            stats.condensed_calls += 1;
+            decide(
+                i,
+                None,
+                "condensed",
+                "token budget: tool call arguments".into(),
+            );
         }
         if changed {
             out.push(Out::New(msg.to_string()));
@@ -711,4 +855,231 @@ fn set_unit_text(msg: &mut Value, unit: &Unit, text: String) {
             }
         }
     }
+}
+
+/// A unit's fate in budget-fill mode: every kind of text aims at `level.ratio` of its
+/// characters, its key tokens (those not kept verbatim elsewhere) listed within that share.
+fn fill_fate(
+    unit: &Unit,
+    level: summarize::Level,
+    terms: &Query,
+    known: &HashSet<String>,
+    seen: &summarize::SeenValues,
+    options: &CompressOptions,
+) -> Fate {
+    let t = unit.text.as_str();
+    let chars = t.chars().count();
+    let budget = level.budget(chars);
+    let summarized = |body: String| Fate::Replace {
+        body,
+        action: "summarized",
+    };
+    if options.preserve_code && fences::has_fence(t) {
+        return match summarize::code_split(t, level, terms) {
+            Some(body) => Fate::Replace {
+                body,
+                action: "code_split",
+            },
+            None => Fate::Keep("code fences".into()),
+        };
+    }
+    if unit.kind == UnitKind::ToolOutput {
+        if let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(t) {
+            // Every number when the whole rendering fits the share; else the default rendering
+            // (long numeric arrays summarised) with the key tokens it left out, in the share.
+            let all = summarize::json_compact(&v, level, seen, unit.msg, true);
+            if all.chars().count() <= budget {
+                return summarized(all);
+            }
+            let candidates = summarize::fill_keys(t, known);
+            let compact =
+                summarize::json_compact(&v, level, seen, unit.msg, options.preserve_numbers);
+            if compact.chars().count() <= budget {
+                return summarized(summarize::fill(compact, &candidates, budget));
+            }
+            let share = summarize::sentence_share(&candidates, budget);
+            let body = summarize::json(&v, summarize::Level::exact(share), chars, terms);
+            return summarized(summarize::fill(body, &candidates, budget));
+        }
+        if detect::is_structured(t) {
+            return summarized(summarize::structured(t, summarize::Level::exact(budget)));
+        }
+    }
+    summarized(fill_prose(t, level, terms, known))
+}
+
+/// Budget-fill prose: the best sentences, then the key tokens they left out, within
+/// `level.ratio` of the text.
+fn fill_prose(
+    text: &str,
+    level: summarize::Level,
+    terms: &Query,
+    known: &HashSet<String>,
+) -> String {
+    let budget = level.budget(text.chars().count());
+    let candidates = summarize::fill_keys(text, known);
+    let share = summarize::sentence_share(&candidates, budget);
+    let body = if share == 0 {
+        String::new()
+    } else {
+        summarize::prose(text, summarize::Level::exact(share), terms)
+    };
+    summarize::fill(body, &candidates, budget)
+}
+
+/// Estimated tokens of messages' texts.
+fn texts_tokens<'a>(messages: impl Iterator<Item = &'a Value>) -> usize {
+    messages.map(|m| estimate_tokens(&message_text(m))).sum()
+}
+
+/// The argument object of a condensed tool call.
+fn condensed_args(id: &str) -> String {
+    format!("{{\"_condensed\":\"[call#{id}]\"}}")
+}
+
+/// Condenses the arguments of a message's tool calls (OpenAI `tool_calls[].function.arguments`,
+/// Anthropic `tool_use.input`) to a reference to `verbatim`, where that is shorter; ids, names
+/// and the call/result pairing stay. Whether anything changed.
+fn condense_calls(msg: &mut Value, id: &str) -> bool {
+    let new_args = condensed_args(id);
+    let new_tokens = estimate_tokens(&new_args);
+    let mut changed = false;
+    if let Some(Value::Array(calls)) = msg.get_mut("tool_calls") {
+        for call in calls {
+            if let Some(Value::String(args)) = call
+                .get_mut("function")
+                .and_then(|f| f.get_mut("arguments"))
+            {
+                if new_tokens < estimate_tokens(args) {
+                    *args = new_args.clone();
+                    changed = true;
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(blocks)) = msg.get_mut("content") {
+        for block in blocks {
+            if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            let Some(input) = block.get_mut("input") else {
+                continue;
+            };
+            if new_tokens < estimate_tokens(&input.to_string()) {
+                let mut obj = serde_json::Map::new();
+                obj.insert("_condensed".into(), Value::String(format!("[call#{id}]")));
+                *input = Value::Object(obj);
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The messages `[start, end)` the budget loop folds: the oldest ones after the leading
+/// preserved-role messages, ending at the largest valid cut at most `start + want`. A cut is
+/// valid when the `user` summary that replaces the run keeps the provider's rules: OpenAI —
+/// the next message is not a tool result (its call would be gone); Anthropic — the next
+/// message is an assistant message and the run ends with a user message (alternation, and
+/// every tool result stays with its tool use). The newest message is folded only when `want`
+/// is `usize::MAX`; a preserved-role message never is.
+fn fold_range(
+    views: &[crate::message::MessageView<'_>],
+    options: &CompressOptions,
+    format: Format,
+    want: usize,
+) -> std::ops::Range<usize> {
+    let preserved_role = |i: usize| {
+        options
+            .preserve_roles
+            .iter()
+            .any(|r| r == views[i].role.as_ref())
+    };
+    let start = (0..views.len())
+        .find(|&i| !preserved_role(i))
+        .unwrap_or(views.len());
+    if want == 0 || views.len() < 2 {
+        return start..start;
+    }
+    // OpenAI's rules only where the shape is unmistakably OpenAI's; otherwise cuts that keep
+    // both providers' rules.
+    let openai_only = format == Format::OpenAi
+        && views
+            .iter()
+            .any(|v| v.role() == Some(Role::Tool) || !v.tool_calls().is_empty());
+    let mut best = start;
+    // `usize::MAX`: everything may go, the newest message too (the budget's very last step).
+    let end = if want == usize::MAX {
+        views.len() + 1
+    } else {
+        views.len()
+    };
+    for c in start + 1..end {
+        if c - start > want || preserved_role(c - 1) {
+            break;
+        }
+        let ok = if c == views.len() {
+            true
+        } else if openai_only {
+            views[c].role() != Some(Role::Tool)
+        } else {
+            views[c].role() == Some(Role::Assistant) && views[c - 1].role() == Some(Role::User)
+        };
+        if ok {
+            best = c;
+        }
+    }
+    start..best
+}
+
+/// The query of a call: its terms, and with an embedder the cosine of the query with every
+/// unique sentence of the messages' texts (string contents, text blocks, string tool results),
+/// embedded in one batch.
+fn build_query(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+) -> Result<Query, Error> {
+    let mut query = summarize::query_terms(options.query.as_deref());
+    let (Some(q), Some(embedder)) = (options.query.as_deref(), embedder) else {
+        return Ok(query);
+    };
+    let mut unique: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for (i, raw) in raws.iter().enumerate() {
+        let value: Value = serde_json::from_str(raw.get())
+            .map_err(|e| Error::json(join_index("messages", i), &e))?;
+        let mut texts: Vec<&str> = Vec::new();
+        match value.get("content") {
+            Some(Value::String(s)) => texts.push(s),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    if let Some(Value::String(t)) = b.get("text") {
+                        texts.push(t);
+                    } else if let Some(Value::String(t)) = b.get("content") {
+                        texts.push(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+        for t in texts {
+            for s in sentences::split(t) {
+                unique.insert(t[s.span].trim().to_string());
+            }
+        }
+    }
+    let sentences: Vec<String> = unique.into_iter().collect();
+    let mut batch: Vec<&str> = Vec::with_capacity(sentences.len() + 1);
+    batch.push(q);
+    batch.extend(sentences.iter().map(String::as_str));
+    let vectors = embedder.embed(&batch)?;
+    let Some((qv, rest)) = vectors.split_first() else {
+        return Ok(query);
+    };
+    query.cosines = sentences
+        .into_iter()
+        .zip(rest)
+        .map(|(s, v)| (s, crate::embed::cosine(qv, v)))
+        .collect();
+    Ok(query)
 }

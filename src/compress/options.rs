@@ -34,7 +34,11 @@ pub struct CompressOptions {
     pub preserve_numbers: bool,
     /// A token budget the result must meet (estimated tokens of the messages' text, see
     /// `text::tokens`): the pipeline escalates until it fits or nothing compressible is left,
-    /// and `stats.fits` tells which. Default none.
+    /// and `stats.fits` tells which. The budget is used, not just met: every compressible
+    /// text gets the same, largest share of its size that fits (key tokens first listed within
+    /// it), also when the default pass alone would fit with room to spare. The last steps
+    /// condense old tool-call arguments to `{"_condensed":"[call#id]"}` and fold the oldest
+    /// messages into one `user` summary message (both undone by `uncompress`). Default none.
     pub token_budget: Option<usize>,
     /// A budget as a fraction of the input's tokens (0.25: a quarter), used when `tokenBudget`
     /// is not given. Default none.

@@ -4,7 +4,7 @@
 //! Every summary is a body; `compress` wraps it in a `[summary#id: …]` marker and keeps it only
 //! when it is shorter than what it replaces (the size guard).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::text::fences::{self, Segment};
 use crate::text::keys::{self, KeyKind};
@@ -22,6 +22,9 @@ pub struct Level {
     pub max_chars: usize,
     /// How many left-out key tokens may be appended.
     pub max_keys: usize,
+    /// Budget-fill mode (the token budget loop): no caps, the appended key tokens count
+    /// within the budget (see [`fill`]).
+    pub fill: bool,
 }
 
 impl Level {
@@ -31,6 +34,7 @@ impl Level {
         min_chars: 120,
         max_chars: 320,
         max_keys: 24,
+        fill: false,
     };
 
     /// No summarising at all (below `minTokens`).
@@ -39,7 +43,31 @@ impl Level {
         min_chars: 0,
         max_chars: 0,
         max_keys: 0,
+        fill: false,
     };
+
+    /// Budget-fill level: every text aims at `ratio` of its characters, without the default
+    /// level's caps, key tokens included in that share. The budget loop searches the ratio.
+    pub fn filling(ratio: f64) -> Level {
+        Level {
+            ratio,
+            min_chars: 0,
+            max_chars: usize::MAX,
+            max_keys: 0,
+            fill: true,
+        }
+    }
+
+    /// A level of exactly `chars` characters (no appended keys).
+    pub fn exact(chars: usize) -> Level {
+        Level {
+            ratio: 0.0,
+            min_chars: chars,
+            max_chars: chars,
+            max_keys: 0,
+            fill: true,
+        }
+    }
 
     /// The budget in characters for an original of `len` characters.
     pub fn budget(&self, len: usize) -> usize {
@@ -55,23 +83,57 @@ impl Level {
             min_chars: (self.min_chars / 2).max(40),
             max_chars: (self.max_chars / 2).max(80),
             max_keys: self.max_keys,
+            fill: self.fill,
         }
     }
 }
 
-/// Query terms (lower-cased words of 3+ characters) used for relevance.
-pub fn query_terms(query: Option<&str>) -> HashSet<String> {
-    query
-        .map(|q| {
-            q.split(|c: char| !c.is_alphanumeric() && c != '_')
-                .filter(|w| w.chars().count() >= 3)
-                .map(str::to_lowercase)
-                .collect()
-        })
-        .unwrap_or_default()
+/// The query of a call (`options.query`): its terms (lower-cased words of 3+ characters) and,
+/// when an embedder was given, the cosine between the query's vector and each candidate
+/// sentence's (by trimmed sentence text).
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// Lower-cased query words of 3+ characters (term-overlap relevance).
+    pub terms: HashSet<String>,
+    /// Cosine of the query with each sentence, when an embedder was given.
+    pub cosines: HashMap<String, f32>,
 }
 
-fn relevance(sentence: &str, terms: &HashSet<String>) -> f64 {
+impl Query {
+    /// Whether there are no query terms.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Whether `word` (lower-cased) is a query term.
+    pub fn contains(&self, word: &str) -> bool {
+        self.terms.contains(word)
+    }
+}
+
+/// Weight of a sentence's cosine with the query in its score (a cosine of 0.5 counts like
+/// two query-term hits).
+const COSINE_WEIGHT: f64 = 12.0;
+
+/// Query terms (lower-cased words of 3+ characters) used for relevance.
+pub fn query_terms(query: Option<&str>) -> Query {
+    Query {
+        terms: query
+            .map(|q| {
+                q.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .filter(|w| w.chars().count() >= 3)
+                    .map(str::to_lowercase)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        cosines: HashMap::new(),
+    }
+}
+
+fn relevance(sentence: &str, terms: &Query) -> f64 {
+    if let Some(&c) = terms.cosines.get(sentence.trim()) {
+        return f64::from(c.max(0.0)) * COSINE_WEIGHT;
+    }
     if terms.is_empty() {
         return 0.0;
     }
@@ -85,7 +147,7 @@ fn relevance(sentence: &str, terms: &HashSet<String>) -> f64 {
 /// An extractive summary of prose: the best sentence of each paragraph first, then the next
 /// best, packed into the level's budget, in reading order, with the key tokens it left out
 /// appended (`| keys: a, b`).
-pub fn prose(text: &str, level: Level, terms: &HashSet<String>) -> String {
+pub fn prose(text: &str, level: Level, terms: &Query) -> String {
     let sents = sentences::split(text);
     if sents.is_empty() {
         return String::new();
@@ -192,9 +254,58 @@ fn with_keys(body: String, original: &str, max: usize) -> String {
     }
 }
 
+/// The key tokens of `text` worth listing in a budget-fill summary: not in `known` (the key
+/// tokens of the messages kept verbatim), code spans of at most 40 characters, first
+/// occurrence order.
+pub fn fill_keys(text: &str, known: &HashSet<String>) -> Vec<String> {
+    keys::extract(text)
+        .into_iter()
+        .filter(|(k, kind)| (*kind != KeyKind::Code || k.len() <= 40) && !known.contains(k))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Budget-fill packing: `body` (made for `sentence_chars`) followed by the key tokens of
+/// `candidates` it does not contain, while the whole stays within `budget` characters.
+pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
+    let mut out = body;
+    let mut used = out.chars().count();
+    let mut first = true;
+    for k in candidates {
+        let len = k.chars().count() + 2;
+        if used + len + if first { 8 } else { 0 } > budget {
+            continue;
+        }
+        if keys::contains_token(&out, k) {
+            continue;
+        }
+        if first {
+            out.push_str(if out.is_empty() {
+                "keys: "
+            } else {
+                " | keys: "
+            });
+            used += 8;
+            first = false;
+        } else {
+            out.push_str(", ");
+        }
+        out.push_str(k);
+        used += len;
+    }
+    out
+}
+
+/// Characters of a budget-fill summary left for sentences when `candidates` are to be listed:
+/// the keys take at most half of `budget`.
+pub fn sentence_share(candidates: &[String], budget: usize) -> usize {
+    let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
+    budget - keys.min(budget / 2)
+}
+
 /// Code-split (seed 002): the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
-pub fn code_split(text: &str, level: Level, terms: &HashSet<String>) -> Option<String> {
+pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
     let segments = fences::split(text);
     if !segments.iter().any(|s| matches!(s, Segment::Code(_))) {
         return None;
@@ -313,8 +424,9 @@ mod tests {
                 min_chars: 60,
                 max_chars: 200,
                 max_keys: 10,
+                fill: false,
             },
-            &HashSet::new(),
+            &Query::default(),
         );
         assert!(s.contains("parse_config"), "{s}");
         assert!(!s.starts_with("Sure"), "{s}");
@@ -337,6 +449,7 @@ mod tests {
             min_chars: 30,
             max_chars: 60,
             max_keys: 0,
+            fill: false,
         };
         let s = prose(text, level, &query_terms(Some("payments retried")));
         assert!(s.contains("Payments"), "{s}");
@@ -345,9 +458,9 @@ mod tests {
     #[test]
     fn code_split_keeps_fences() {
         let text = format!("{}\n```rust\nfn main() {{}}\n```\nThat is all.", "Here is a long explanation of the function, why it exists and what it does for the caller. ".repeat(3));
-        let s = code_split(&text, Level::DEFAULT, &HashSet::new()).unwrap();
+        let s = code_split(&text, Level::DEFAULT, &Query::default()).unwrap();
         assert!(s.contains("```rust\nfn main() {}\n```"));
-        assert!(code_split("no code", Level::DEFAULT, &HashSet::new()).is_none());
+        assert!(code_split("no code", Level::DEFAULT, &Query::default()).is_none());
     }
 
     #[test]

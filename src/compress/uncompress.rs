@@ -1,7 +1,7 @@
 //! `uncompress`: the exact inverse of `compress` given its `verbatim`.
 //!
 //! Every message `compress` rewrote carries its id in a marker (`[summary#<id>: …]`,
-//! `[truncated#<id> — …]`,
+//! `[truncated#<id> — …]`, `[call#<id>]` (condensed tool-call arguments),
 //! `[dup#<id>: …]`); `verbatim[id]` holds the originals it replaced (several for a merged run).
 //! A message with such an id is replaced by its originals; every other message is kept. The
 //! round trip is byte-identical on the JSON path and equal as values on the value path.
@@ -17,7 +17,7 @@ use crate::message::RawDocument;
 
 /// The marker id in a message's text, if it has one that `verbatim` knows.
 fn marker_id<'v, V>(text: &str, verbatim: &'v BTreeMap<String, V>) -> Option<&'v String> {
-    for prefix in ["[summary#", "[dup#", "[truncated#"] {
+    for prefix in ["[summary#", "[dup#", "[truncated#", "[call#"] {
         let mut rest = text;
         while let Some(at) = rest.find(prefix) {
             let after = &rest[at + prefix.len()..];

@@ -9,7 +9,8 @@ use js_sys::{Array, Object, Reflect, JSON};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::compress::{compress_json, uncompress_json, CompressOptions};
+use crate::compress::{compress_json_with, uncompress_json, CompressOptions};
+use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, ValidateOptions};
 use crate::watermark::{plan_json, write_plan, Parsed, Planned, WatermarkOptions, WatermarkState};
@@ -259,6 +260,27 @@ fn read_compress_options(options: &JsValue) -> Result<CompressOptions, JsValue> 
 /// trace?}` (new objects throughout; kept messages are equal to the input's).
 #[wasm_bindgen(js_name = compress)]
 pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    compress_messages(messages, options, None)
+}
+
+/// `compressWithEmbedder(messages, options, embedder)`: `compress` where, with
+/// `options.query`, a sentence's relevance is the cosine between the query's vector and its
+/// own under `embedder` (every unique sentence embedded once per call, in one batch). The
+/// embedder is borrowed, not consumed.
+#[wasm_bindgen(js_name = compressWithEmbedder)]
+pub fn compress_with_embedder(
+    messages: JsValue,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    compress_messages(messages, options, Some(embedder.embedder()))
+}
+
+fn compress_messages(
+    messages: JsValue,
+    options: JsValue,
+    embedder: Option<&Embedder>,
+) -> Result<JsValue, JsValue> {
     if !Array::is_array(&messages) {
         return Err(js_error(Error::new(
             ErrorKind::InvalidInput,
@@ -268,7 +290,7 @@ pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue>
     }
     let options = read_compress_options(&options)?;
     let json = stringify(&messages, "messages")?;
-    let out = compress_json(&json, &options).map_err(js_error)?;
+    let out = compress_json_with(&json, &options, embedder).map_err(js_error)?;
     result_object(&[
         ("messages", JSON::parse(&out.json)?),
         ("verbatim", JSON::parse(&out.verbatim)?),
@@ -287,8 +309,27 @@ pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue>
 /// `{json, verbatim, stats, trace?}` with `verbatim` as JSON text.
 #[wasm_bindgen(js_name = compressJson)]
 pub fn compress_json_text(json: &str, options: JsValue) -> Result<JsValue, JsValue> {
+    compress_json_value(json, options, None)
+}
+
+/// `compressJsonWithEmbedder(json, options, embedder)`: `compressJson` with query relevance
+/// by embedding cosine, as in `compressWithEmbedder`.
+#[wasm_bindgen(js_name = compressJsonWithEmbedder)]
+pub fn compress_json_with_embedder(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    compress_json_value(json, options, Some(embedder.embedder()))
+}
+
+fn compress_json_value(
+    json: &str,
+    options: JsValue,
+    embedder: Option<&Embedder>,
+) -> Result<JsValue, JsValue> {
     let options = read_compress_options(&options)?;
-    let out = compress_json(json, &options).map_err(js_error)?;
+    let out = compress_json_with(json, &options, embedder).map_err(js_error)?;
     result_object(&[
         ("json", out.json.into()),
         ("verbatim", out.verbatim.into()),

@@ -335,3 +335,10 @@ pub fn compress_results_js(
         compress_results(candidates, question, &options, &embedder.inner).map_err(js_error)?;
     to_js(&out)
 }
+
+impl WasmEmbedder {
+    /// The embedder, for the other bindings (`compress` with a query).
+    pub(crate) fn embedder(&self) -> &Embedder {
+        &self.inner
+    }
+}
