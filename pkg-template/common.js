@@ -293,10 +293,14 @@ export function wrap(glue, host) {
       return { json: out, state: r.state, stats: r.stats, warnings: r.warnings };
     }),
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
-    compress: guard((messages, options) => glue.compress(messages, options ?? null)),
+    compress: guard((messages, options) => (options?.embedder === undefined || options?.embedder === null
+      ? glue.compress(messages, withoutEmbedder(options))
+      : glue.compressWithEmbedder(messages, withoutEmbedder(options), embedderOf(options)))),
     compressJson: guard((json, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
-      return glue.compressJson(json, options ?? null);
+      return options?.embedder === undefined || options?.embedder === null
+        ? glue.compressJson(json, withoutEmbedder(options))
+        : glue.compressJsonWithEmbedder(json, withoutEmbedder(options), embedderOf(options));
     }),
     uncompress: guard((messages, verbatim) => glue.uncompress(messages, verbatim ?? null)),
     version: () => glue.version(),

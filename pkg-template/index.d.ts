@@ -224,17 +224,25 @@ export interface CompressOptions {
   fuzzyThreshold?: number;
   /** Regular expressions (Rust syntax): matching content is kept verbatim. @default [] */
   preservePatterns?: string[];
-  /** Sentences and entries related to this text are kept first. @default none */
+  /** Sentences and entries related to this text are kept first: by embedding cosine with `embedder`, by shared terms without. @default none */
   query?: string | null;
+  /**
+   * The embedder for query relevance (`await loadEmbedder()` for MiniLM): every unique sentence
+   * is embedded once per call, so with MiniLM a long history costs seconds. Only used with
+   * `query`. @default none (term overlap)
+   */
+  embedder?: Embedder;
   /** Code fences are kept verbatim (the prose around them may be summarised). @default true */
   preserveCode?: boolean;
   /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
   preserveNumbers?: boolean;
   /**
    * A token budget the result must meet (estimated tokens of the messages' text; the estimate
-   * errs high against o200k). The pipeline escalates — smaller recency window, tighter summary
-   * levels, lossy JSON summaries, near-duplicate removal, finally truncation of the oldest texts —
-   * until it fits or nothing compressible is left; `stats.fits` tells which. @default none
+   * errs high against o200k). Every compressible text is cut to the largest common share that
+   * fits (found by bisection); if that is not enough the pipeline escalates — smaller recency
+   * window, condensed tool-call arguments, folding the oldest messages into one summary,
+   * truncation of the oldest texts — until it fits or nothing compressible is left;
+   * `stats.fits` tells which. @default none
    */
   tokenBudget?: number | null;
   /** A budget as a fraction of the input's tokens (0 < r ≤ 1), used without `tokenBudget`. @default none */
@@ -271,6 +279,10 @@ export interface CompressStats {
   codeSplit: number;
   /** Texts cut to a preview by the budget's last step. */
   truncated: number;
+  /** Messages whose tool-call arguments the budget condensed to a reference (`{"_condensed":"[call#id]"}`; ids, names and pairing stay). */
+  condensedCalls: number;
+  /** The oldest messages folded into one `user` summary by the budget's last steps (only where the provider's rules still hold). */
+  folded: number;
   /** The budget applied, or null. */
   budget: number | null;
   /** Whether tokensAfter ≤ budget (null without a budget). */
@@ -285,7 +297,7 @@ export interface Decision {
   index: number;
   /** The block, for a decision about one block. */
   block?: number;
-  /** `preserved`, `summarized`, `deduped`, `merged`, `code_split` or `truncated`. */
+  /** `preserved`, `summarized`, `deduped`, `merged`, `code_split`, `truncated`, `condensed` or `folded`. */
   action: string;
   /** Why. */
   reason: string;

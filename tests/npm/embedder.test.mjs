@@ -158,3 +158,27 @@ test('externalEmbedder: your own function behind the same Embedder', async () =>
   assert.throws(() => externalEmbedder(lexical.identity(), 'nope'), (e) => e.code === 'invalid_options');
   assert.equal(embed(['still works']).length, 1);
 });
+
+test('compress: query relevance with an embedder (lexical and MiniLM), and a bad embedder', async () => {
+  const { compress, compressJson } = await import(new URL('pkg/node.js', root).href);
+  const filler = (i) => `Paragraph ${i} talks about the weather in the valley, the harvest and the roads. ` +
+    'Nothing in it matters for deployments. It goes on for a while to be worth summarising at all.';
+  const messages = [
+    { role: 'user', content: [filler(1), 'The staging deploy failed because the TLS certificate expired on 2024-03-01.', filler(2)].join(' ') },
+    { role: 'assistant', content: [filler(3), 'Renew the certificate with certbot renew and restart nginx.', filler(4)].join(' ') },
+    { role: 'user', content: 'thanks' }, { role: 'assistant', content: 'ok' },
+    { role: 'user', content: 'next' }, { role: 'assistant', content: 'sure' },
+  ];
+  const options = { query: 'why did the deploy fail?', recencyWindow: 2, minChars: 40 };
+  const plain = compress(messages, options);
+  const lexical = compress(messages, { ...options, embedder: lexicalEmbedder() });
+  const semantic = compress(messages, { ...options, embedder: await minilm() });
+  for (const out of [plain, lexical, semantic]) {
+    assert.equal(out.messages.length, messages.length);
+    assert.ok(out.stats.summarized > 0, JSON.stringify(out.stats));
+  }
+  assert.match(JSON.stringify(semantic.messages[0]), /TLS certificate expired/);
+  const viaJson = compressJson(JSON.stringify(messages), { ...options, embedder: lexicalEmbedder() });
+  assert.deepEqual(JSON.parse(viaJson.json), lexical.messages);
+  assert.throws(() => compress(messages, { ...options, embedder: {} }), (e) => e.code === 'invalid_options' && e.path === 'options.embedder');
+});

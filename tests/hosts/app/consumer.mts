@@ -3,7 +3,7 @@
 // of a result type is not read here). Checked with `tsc --noEmit -p tsconfig.json`, not run.
 import {
   applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version, ready,
-  Index, query, compressResults, embed, lexicalEmbedder, CondenseError, ERROR_CODES,
+  Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder, CondenseError, ERROR_CODES,
   watermarkRequest, compressRequest, prepareRequest, createWorker,
 } from 'condense-ctx';
 import type {
@@ -13,7 +13,7 @@ import type {
   IndexOptions, Chunk, DocumentInfo, Progress, QueryOptions, SearchResult, QueryStats, QueryResult,
   Candidate, WatermarkRequestOptions, CompressRequestOptions, WatermarkRequestResult,
   CompressRequestResult, PrepareRequestOptions, PrepareRequestResult, Savings, WorkerOptions,
-  CondenseWorker, WorkerIndex, WorkerEmbedder,
+  CondenseWorker, WorkerIndex, WorkerEmbedder, LoadEmbedderOptions, LoadProgress,
 } from 'condense-ctx';
 
 /** `true` only when K lists every key of T. */
@@ -73,17 +73,18 @@ read(vCovered, v.valid, v.format, v.violations.map(violation), validate('[]'));
 const compressOptions: Required<CompressOptions> = {
   preserveRoles: ['system'], recencyWindow: 2, minChars: 80, dedup: true, fuzzyDedup: true, fuzzyThreshold: 0.9,
   preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
-  targetRatio: null, minTokens: 0, trace: true, format: 'openai',
+  targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
 };
 const c: CompressResult = compress(messages, compressOptions);
 const cCovered: Covers<CompressResult, 'messages' | 'verbatim' | 'stats' | 'trace'> = true;
 function statsOfCompress(s: CompressStats): number {
   const covered: Covers<CompressStats, 'messagesBefore' | 'messagesAfter' | 'tokensBefore' | 'tokensAfter' | 'ratio' | 'preserved'
-    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'budget' | 'fits' | 'escalation'> = true;
+    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
+    | 'escalation'> = true;
   const budget: number | null = s.budget;
   const fits: boolean | null = s.fits;
   return read(covered, budget, fits, s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
-    + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.escalation);
+    + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.condensedCalls + s.folded + s.escalation);
 }
 const decision = (d: Decision): string => {
   const covered: Covers<Decision, 'index' | 'block' | 'action' | 'reason'> = true;
@@ -176,7 +177,7 @@ const wrCovered: Covers<WatermarkRequestResult, 'body' | 'state' | 'stats' | 'wa
 const crOptions: Required<CompressRequestOptions> = {
   preserveRoles: ['system'], recencyWindow: 4, minChars: 120, dedup: true, fuzzyDedup: false, fuzzyThreshold: 0.85,
   preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, tokenBudget: null, targetRatio: 0.5,
-  minTokens: 0, trace: false, provider: 'openai',
+  minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
 const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace'> = true;
@@ -227,3 +228,23 @@ async function inWorker(): Promise<void> {
   read(minilm, version());
 }
 void inWorker();
+
+// ------------------------------------------------------------------ MiniLM (loadEmbedder)
+async function minilm(): Promise<number> {
+  const progress = (p: LoadProgress): void => {
+    const covered: Covers<LoadProgress, 'phase' | 'file' | 'loaded' | 'total'> = true;
+    read(covered, p.phase, p.file, p.loaded, p.total);
+  };
+  const options: Required<LoadEmbedderOptions> = {
+    model: new Uint8Array(0), tokenizer: '{}', modelPath: 'model.onnx', tokenizerPath: new URL('file:///t.json'),
+    modelUrl: 'https://example.invalid/model.onnx', tokenizerUrl: new URL('https://example.invalid/t.json'),
+    maxTokens: 256, batchSize: 32, onProgress: progress,
+  };
+  const e: Embedder = await loadEmbedder(options);
+  const info: { castsFolded: number; loadMs: number } | null = e.loadInfo();
+  const mirror: Embedder = externalEmbedder(e.identity(), (texts: string[]) => texts.map(() => new Float32Array(384)));
+  const flat: Embedder = externalEmbedder(e.identity(), (texts: string[]) => new Float32Array(texts.length * 384));
+  return read(info?.castsFolded, info?.loadMs, mirror.embed(['x']), flat.embed(['y']),
+    compress(messages, { query: 'files', embedder: e }).stats.ratio);
+}
+void minilm;
