@@ -25,7 +25,12 @@ const host = {
     return bytes;
   },
   async fetchUrl(url, file, path, onProgress) {
-    const u = new URL(url);
+    let u;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new CondenseError('invalid_options', path, `invalid_options at ${path}: not a URL: ${url}`, 'not a URL');
+    }
     if (u.protocol === 'file:') return host.readPath(u, file, path, onProgress);
     let response;
     try {
@@ -39,7 +44,13 @@ const host = {
   /** The model engine's wasm module (condense_embed_bg.wasm), instantiated on first use. */
   async engine() {
     if (!engineReady) {
-      const bytes = await readFile(new URL('./condense_embed_bg.wasm', import.meta.url));
+      const where = new URL('./condense_embed_bg.wasm', import.meta.url);
+      let bytes;
+      try {
+        bytes = await readFile(where);
+      } catch (e) {
+        throw modelError('engine', `cannot read the model engine ${fileURLToPath(where)}: ${e.code ?? e.message}`);
+      }
       engineGlue.initSync({ module: bytes });
       engineReady = true;
     }

@@ -115,6 +115,7 @@ test('loadEmbedder: bad input is a typed error', async () => {
   await rejectsCode(loadEmbedder({ batchSize: 0 }), 'invalid_options', 'options.batchSize');
   await rejectsCode(loadEmbedder({ onProgress: 5 }), 'invalid_options', 'options.onProgress');
   await rejectsCode(loadEmbedder('models/'), 'invalid_options', 'options');
+  await rejectsCode(loadEmbedder({ modelUrl: 'not a url', tokenizerPath }), 'invalid_options', 'options.modelUrl');
 });
 
 test('MiniLM embed: empty list, empty string, a 1 MB text (truncated), lone surrogates', async () => {
