@@ -11,7 +11,8 @@
 //      p50 (denseWeight 1, query embedding included) at that size.
 //
 //   node bench/browser.mjs [--runs 5] [--chunks 10000]          (after scripts/build-pkg)
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { syntheticCorpus } from './synthetic.mjs';
 import { gzipSync } from 'node:zlib';
 import { serve } from '../www/serve.mjs';
 import { ARGS, EXECUTABLE, chromium } from '../tests/e2e/chromium.mjs';
@@ -65,22 +66,10 @@ for (let r = 0; r < runs; r++) {
 }
 
 // ------------------------------------------------------------------ 3: memory at 10k chunks
-// Chunk-sized documents of sentences from the dev IR corpora (bench/query.mjs's generator).
-const sources = ['../../shared/data/ir/cisi/corpus.jsonl', '../../shared/data/ir/med/corpus.jsonl'].map(here).filter(existsSync);
-if (sources.length === 0) sources.push(here('../tests/fixtures/retrieval/docs.jsonl'));
-const pool = [];
-for (const f of sources) {
-  for (const line of readFileSync(f, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    for (const s of JSON.parse(line).text.split('. ')) if (s.length > 30) pool.push(`${s.replace(/\.$/, '')}.`);
-  }
-}
-let seed = 42n;
-const next = () => { seed ^= (seed << 13n) & 0xffffffffffffffffn; seed ^= seed >> 7n; seed ^= (seed << 17n) & 0xffffffffffffffffn; return Number(seed % 1000003n); };
-const docs = Array.from({ length: nChunks }, (_, i) => ({
-  id: `d${i}`, text: Array.from({ length: 4 + (next() % 5) }, () => pool[next() % pool.length]).join(' '),
-}));
-const questions = Array.from({ length: 50 }, (_, i) => pool[(i * 7919) % pool.length].split(' ').slice(0, 8).join(' '));
+// Chunk-sized documents of sentences from the dev IR corpora (bench/synthetic.mjs).
+const corpus = syntheticCorpus();
+const docs = corpus.docs(nChunks);
+const questions = corpus.questions(50);
 mkdirSync(here('out/'), { recursive: true });
 writeFileSync(here(`out/browser-docs-${nChunks}.json`), JSON.stringify(docs));
 const docChars = docs.reduce((n, d) => n + d.text.length, 0);

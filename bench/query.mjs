@@ -15,7 +15,8 @@
 //   node bench/query.mjs [--sizes 1000,10000] [--queries 200]    (after scripts/build-pkg and
 //                                                                  cargo build --release)
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { syntheticCorpus } from './synthetic.mjs';
 import { Index, query, embed } from '../pkg/node.js';
 import { create, insertMultiple, search } from '@orama/orama';
 
@@ -25,30 +26,16 @@ const nq = Number(arg('--queries', '200'));
 const here = (p) => new URL(p, import.meta.url).pathname;
 const cli = process.env.CARGO_TARGET_DIR ? `${process.env.CARGO_TARGET_DIR}/release/condense` : here('../target/release/condense');
 
-// Sentences of the dev corpora (the committed fixture when ../shared is absent).
-const sources = ['../../shared/data/ir/cisi/corpus.jsonl', '../../shared/data/ir/med/corpus.jsonl'].map(here).filter(existsSync);
-if (sources.length === 0) sources.push(here('../tests/fixtures/retrieval/docs.jsonl'));
-const pool = [];
-for (const f of sources) {
-  for (const line of readFileSync(f, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    for (const s of JSON.parse(line).text.split('. ')) if (s.length > 30) pool.push(`${s.replace(/\.$/, '')}.`);
-  }
-}
-let seed = 42n;
-const next = () => { seed ^= (seed << 13n) & 0xffffffffffffffffn; seed ^= seed >> 7n; seed ^= (seed << 17n) & 0xffffffffffffffffn; return Number(seed % 1000003n); };
+// Chunk-sized documents recombined from the dev corpora's sentences (bench/synthetic.mjs).
+const corpus = syntheticCorpus();
 
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.round((s.length - 1) * p)]; };
 const out = here('out/');
 mkdirSync(out, { recursive: true });
 const rows = [];
 for (const n of sizes) {
-  const docs = [];
-  for (let i = 0; i < n; i++) {
-    const k = 4 + (next() % 5);
-    docs.push({ id: `d${i}`, text: Array.from({ length: k }, () => pool[next() % pool.length]).join(' ') });
-  }
-  const questions = Array.from({ length: nq }, (_, i) => pool[(i * 7919) % pool.length].split(' ').slice(0, 8).join(' '));
+  const docs = corpus.docs(n);
+  const questions = corpus.questions(nq);
   const docsFile = `${out}query-docs-${n}.jsonl`;
   writeFileSync(docsFile, docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
 
