@@ -9,7 +9,7 @@
 // set (../shared/data; the 4 of tests/fixtures when it is absent), tool ids made unique, with a
 // checkpoint near the end (most history pruned) and one in the middle. Every timed call's output is checked (message count, suffix kept),
 // so the benchmark is also a test. Median of the timed runs after the same warm-up for every
-// engine (see time()).
+// engine, runs interleaved (see timeAll()).
 //
 //   node bench/watermark.mjs [--runs N] [--dump DIR]   (after scripts/build-pkg; --dump writes the inputs)
 import { existsSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -90,20 +90,31 @@ function seed(messages) {
 
 // ---------------------------------------------------------------- timing
 function median(xs) { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; }
-function time(fn, check) {
-  // Warm-up, the same for every engine: at least 2 calls and up to 250 ms (50 calls), so that
-  // V8 has tiered up both the JS and the wasm code (wasm starts in its baseline compiler and
-  // a 2 MB module takes a few dozen calls to be optimised on a busy machine).
-  const t0 = performance.now();
-  for (let i = 0; i < 2 || (i < 50 && performance.now() - t0 < 250); i++) check(fn());
-  const ms = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    const out = fn();
-    ms.push(performance.now() - t);
-    check(out);
+/**
+ * Times every engine of one case: the same warm-up for each (at least 2 calls and up to 250 ms,
+ * 50 calls, so that V8 has tiered up both the JS and the wasm code: wasm starts in its baseline
+ * compiler and a 2 MB module takes a few dozen calls to be optimised on a busy machine), then
+ * `runs` rounds in which every engine runs once, in turn (the first engine of a round rotates),
+ * so a busy machine or a garbage collection slows all of them alike. Median per engine.
+ */
+function timeAll(engines) {
+  for (const { fn, check } of Object.values(engines)) {
+    const t0 = performance.now();
+    for (let i = 0; i < 2 || (i < 50 && performance.now() - t0 < 250); i++) check(fn());
   }
-  return median(ms);
+  const names = Object.keys(engines);
+  const ms = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < runs; r++) {
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(r + k) % names.length];
+      const { fn, check } = engines[name];
+      const t = performance.now();
+      const out = fn();
+      ms[name].push(performance.now() - t);
+      check(out);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, median(ms[n])]));
 }
 
 const rows = [];
@@ -118,12 +129,12 @@ for (const n of [1000, 10000]) {
       if (msgs.length < suffix || msgs.at(-1) !== messages.at(-1) && JSON.stringify(msgs.at(-1)) !== lastJson) throw new Error('suffix lost');
     };
     const checkText = (t) => { if (!t.endsWith(lastJson + ']')) throw new Error('suffix lost'); };
-    const cases = {
-      'condense/object': time(() => applyWatermark(messages, null).messages, checkObj),
-      'condense/string': time(() => applyWatermarkJson(text, null).json, checkText),
-      'seed-js/object': time(() => seed(messages), checkObj),
-      'seed-js/string': time(() => JSON.stringify(seed(JSON.parse(text))), checkText),
-    };
+    const cases = timeAll({
+      'condense/object': { fn: () => applyWatermark(messages, null).messages, check: checkObj },
+      'condense/string': { fn: () => applyWatermarkJson(text, null).json, check: checkText },
+      'seed-js/object': { fn: () => seed(messages), check: checkObj },
+      'seed-js/string': { fn: () => JSON.stringify(seed(JSON.parse(text))), check: checkText },
+    });
     for (const [engine, ms] of Object.entries(cases)) {
       rows.push({ task: 'watermark', case: `${messages.length}msgs/checkpoint-${label}`, engine, ms: +ms.toFixed(3), msgsPerSec: Math.round(messages.length / (ms / 1000)), mb: +(text.length / 1e6).toFixed(2) });
     }
