@@ -16,7 +16,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// What a key is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,7 +36,13 @@ pub enum KeyKind {
 const FILE_EXT: &str = "py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|txt|csv|tsv|pdf|png|jpe?g|gif|svg|webp|ico|html?|css|scss|ya?ml|xml|toml|ini|cfg|conf|env|sh|bash|zsh|ps1|bat|rs|go|java|kt|kts|scala|c|h|cpp|hpp|cc|cs|rb|php|swift|m|sql|db|sqlite|log|lock|zip|gz|tgz|tar|whl|docx?|xlsx?|pptx?|mp3|mp4|wav|avi|mov|mkv|r|lua|pl|dart|vue|svelte|bin|exe|dll|so|dylib|onnx|pt|pth|pkl|npy|npz|parquet|wasm|tex|bib|rst|dxf|apk|jar|war|proto|graphql|gradle|tf|dockerfile|makefile|cmake|mk|patch|diff|pem|crt|key|pub|repo|service|plist|xib|sln|csproj|vcxproj";
 
 struct Rules {
+    /// The rules in order, for the tests (every pattern compiles).
+    #[cfg_attr(not(test), allow(dead_code))]
     rules: Vec<(KeyKind, Regex)>,
+    /// The same patterns as one set: a token is scanned once, and the first rule that matches
+    /// is the lowest index of the set's matches.
+    set: RegexSet,
+    kinds: Vec<KeyKind>,
     ordinal: Option<Regex>,
     initials: Option<Regex>,
 }
@@ -75,20 +81,41 @@ fn rules() -> &'static Rules {
                 r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+$".into(),
             ),
         ];
-        let rules = src
+        let rules: Vec<(KeyKind, Regex)> = src
             .into_iter()
             .filter_map(|(k, s)| Regex::new(&s).ok().map(|r| (k, r)))
             .collect();
+        let set = RegexSet::new(rules.iter().map(|(_, r)| r.as_str()))
+            .unwrap_or_else(|_| RegexSet::empty());
+        let kinds = rules.iter().map(|(k, _)| *k).collect();
         Rules {
             rules,
+            set,
+            kinds,
             ordinal: Regex::new(r"^[0-9]+(?:st|nd|rd|th|s|ST|ND|RD|TH|S)$").ok(),
             initials: Regex::new(r"^[A-Za-z](?:\.[A-Za-z])+$").ok(),
         }
     })
 }
 
+/// Whether `token` is a plain word: ASCII letters, none upper-case but the first (`the`,
+/// `Hello`). No rule matches such a token (each needs a digit, a second capital, or one of
+/// `./\@:_-$`), so [`classify`] answers `None` without running them: most tokens of prose.
+fn plain_word(token: &str) -> bool {
+    let b = token.as_bytes();
+    b.first().is_some_and(u8::is_ascii_alphabetic) && b[1..].iter().all(u8::is_ascii_lowercase)
+}
+
 /// The kind of a single token, if it is a key.
 pub fn classify(token: &str) -> Option<KeyKind> {
+    if plain_word(token) {
+        return None;
+    }
+    classify_rules(token)
+}
+
+/// [`classify`] without the plain-word shortcut.
+fn classify_rules(token: &str) -> Option<KeyKind> {
     let len = token.chars().count();
     if !(2..=160).contains(&len) {
         return None;
@@ -105,10 +132,8 @@ pub fn classify(token: &str) -> Option<KeyKind> {
     if matches(&r.ordinal) || matches(&r.initials) {
         return None;
     }
-    for (kind, re) in &r.rules {
-        if !re.is_match(t) {
-            continue;
-        }
+    // The first rule that matches decides (its checks may still refuse the token).
+    if let Some(kind) = r.set.matches(t).iter().next().and_then(|i| r.kinds.get(i)) {
         match kind {
             KeyKind::Number if t.bytes().filter(u8::is_ascii_digit).count() < 2 => return None,
             KeyKind::Path if t.contains(['/', '\\']) => {
@@ -249,6 +274,25 @@ pub fn contains_token(hay: &str, key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The index of the first rule, in order, that matches `t`.
+    fn first_rule_in_order(t: &str) -> Option<usize> {
+        rules().rules.iter().position(|(_, re)| re.is_match(t))
+    }
+
+    proptest! {
+        /// The plain-word shortcut and the one-pass rule set choose what the rules in order do.
+        #[test]
+        fn set_and_shortcut_agree_with_the_rules_in_order(
+            t in "[A-Za-z]{1,3}[a-zA-Z0-9_./@:$%~-]{0,10}|[a-z]{2,12}|[A-Z][a-z]{1,12}|(https?://|www\\.)?[a-z0-9./_-]{1,20}"
+        ) {
+            prop_assert_eq!(rules().set.matches(&t).iter().next(), first_rule_in_order(&t));
+            if plain_word(&t) {
+                prop_assert_eq!(classify_rules(&t), None);
+            }
+        }
+    }
 
     #[test]
     fn every_pattern_compiles() {

@@ -73,28 +73,25 @@ pub fn score_sentence(sentence: &str) -> f64 {
         .split(|c: char| c.is_whitespace())
         .filter(|w| !w.is_empty())
         .collect();
-    let clean = |w: &str| -> String {
-        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '%')
-            .to_string()
-    };
+    // `list` holds lower-case ASCII words: a case-insensitive match is `to_ascii_lowercase` ==.
+    let in_list = |list: &[&str], w: &str| list.iter().any(|e| e.eq_ignore_ascii_case(w));
     let mut emphasis = false;
     for (i, raw) in words.iter().enumerate() {
         let w = clean(raw);
         if w.is_empty() {
             continue;
         }
-        let lower = w.to_ascii_lowercase();
-        if is_camel(&w) || is_pascal(&w) || is_snake(&w) {
+        if is_camel(w) || is_pascal(w) || is_snake(w) {
             score += 3.0;
         }
-        if !emphasis && EMPHASIS.contains(&lower.as_str()) {
+        if !emphasis && in_list(&EMPHASIS, w) {
             emphasis = true;
             score += 4.0;
         }
-        if STATUS.contains(&w.as_str()) || w == "WARN" {
+        if STATUS.contains(&w) || w == "WARN" {
             score += 3.0;
         }
-        if is_vowelless(&w) {
+        if is_vowelless(w) {
             score += 2.0;
         }
         // Number followed by a unit, or with the unit attached.
@@ -103,10 +100,10 @@ pub fn score_sentence(sentence: &str) -> f64 {
             .take_while(|b| b.is_ascii_digit() || *b == b'.' || *b == b',')
             .count();
         if digits > 0 && w.as_bytes()[0].is_ascii_digit() {
-            let attached = &lower[digits..];
-            let next = words.get(i + 1).map(|n| clean(n).to_ascii_lowercase());
-            if (!attached.is_empty() && UNITS.contains(&attached))
-                || next.as_deref().is_some_and(|n| UNITS.contains(&n))
+            let attached = &w[digits..];
+            let next = words.get(i + 1).map(|n| clean(n));
+            if (!attached.is_empty() && in_list(&UNITS, attached))
+                || next.is_some_and(|n| in_list(&UNITS, n))
             {
                 score += 2.0;
             }
@@ -132,11 +129,17 @@ pub fn score_sentence(sentence: &str) -> f64 {
         _ => {}
     }
     if let Some(first) = words.first() {
-        if FILLER.contains(&clean(first).to_ascii_lowercase().as_str()) {
+        if in_list(&FILLER, clean(first)) {
             score -= 10.0;
         }
     }
     score
+}
+
+/// A word without the punctuation around it (no allocation: this runs for every word of every
+/// sentence of every pass).
+fn clean(w: &str) -> &str {
+    w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '%')
 }
 
 fn is_camel(w: &str) -> bool {
