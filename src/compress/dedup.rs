@@ -1,6 +1,6 @@
 //! Exact and fuzzy duplicate detection: each text against the newer texts of the conversation.
 
-use std::collections::{HashMap, HashSet};
+use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use serde_json::Value;
 
@@ -20,7 +20,8 @@ pub(super) fn find(
     let mut found = vec![None; units.len()];
     let all_texts = all_texts(values);
     // The newest message holding each text (texts are in message order).
-    let mut newest: HashMap<&str, usize> = HashMap::with_capacity(all_texts.len());
+    let mut newest: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
     for (m, t) in &all_texts {
         newest.insert(t.as_str(), *m);
     }

@@ -82,7 +82,7 @@ pub fn json_compact(
 /// reference to it.
 #[derive(Default)]
 pub struct SeenValues {
-    newest: std::collections::HashMap<u64, (usize, String)>,
+    newest: crate::text::hash::FastMap<u64, (usize, String)>,
 }
 
 impl SeenValues {

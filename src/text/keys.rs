@@ -211,7 +211,9 @@ fn is_separator(c: char) -> bool {
 /// ```
 pub fn extract(text: &str) -> Vec<(String, KeyKind)> {
     let mut out: Vec<(String, KeyKind)> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    // foldhash: this set is probed for every token of every sentence scored (SipHash, std's
+    // default, was a fifth of compress's time in wasm).
+    let mut seen: super::hash::FastSet<String> = Default::default();
     // Code spans.
     let mut rest = text;
     while let Some(open) = rest.find('`') {
@@ -236,7 +238,7 @@ pub fn extract(text: &str) -> Vec<(String, KeyKind)> {
     for raw in text.split(is_separator) {
         let t = raw.trim_start_matches(['(', '[']);
         let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
-        if t.is_empty() || seen.contains(t) {
+        if t.is_empty() || plain_word(t) || seen.contains(t) {
             continue;
         }
         if let Some(kind) = classify(t) {

@@ -1,7 +1,7 @@
 //! The Anthropic side of the watermark planner: tool_use/tool_result blocks, thinking,
 //! `cache_control` markers and the merging of same-role runs.
 
-use std::collections::{HashMap, HashSet};
+use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::plan::{
     apply_pairs, as_object, survives, Act, CacheMove, Draft, Edit, Pair, Planned, Pruner,
@@ -16,7 +16,8 @@ impl<'a> Pruner<'a, '_> {
         let w = self.w;
         // Pairs of the prefix; results of prefix calls found anywhere pin or join them.
         let mut pairs: Vec<Pair> = Vec::new();
-        let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(w);
+        let mut by_id: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(w, Default::default());
         let mut acts: Vec<Vec<Act>> = views[..w]
             .iter()
             .map(|v| vec![Act::Keep; v.blocks().len()])
@@ -133,7 +134,7 @@ impl<'a> Pruner<'a, '_> {
                 std::iter::once((p.call, n)).chain(p.results.iter().map(move |r| (*r, n)))
             })
             .collect();
-        let mut markers: HashMap<(usize, usize), Slot<'a>> = HashMap::new();
+        let mut markers: HashMap<(usize, usize), Slot<'a>> = HashMap::default();
         for (from, _) in &moves {
             let mut edit = self.open(from.0)?;
             let blocks = edit.blocks(&views[from.0]);
@@ -144,7 +145,7 @@ impl<'a> Pruner<'a, '_> {
                 }
             }
         }
-        let mut incoming: HashMap<usize, Vec<(Option<usize>, Slot<'a>)>> = HashMap::new();
+        let mut incoming: HashMap<usize, Vec<(Option<usize>, Slot<'a>)>> = HashMap::default();
         for (from, to) in &moves {
             if let Some(marker) = markers.remove(from) {
                 incoming.entry(to.0).or_default().push((to.1, marker));
@@ -263,7 +264,7 @@ impl<'a> Pruner<'a, '_> {
         let kept_block = |i: usize, b: usize| acts[i].get(b).is_some_and(|a| *a != Act::Remove);
         let string_content = |i: usize| matches!(views[i].content, ContentView::Text { .. });
         let mut moves = Vec::new();
-        let mut targets: HashSet<(usize, Option<usize>)> = HashSet::new();
+        let mut targets: HashSet<(usize, Option<usize>)> = HashSet::default();
         let mut removed_markers = 0usize;
         for i in 0..w {
             for (b, block) in views[i].blocks().iter().enumerate() {

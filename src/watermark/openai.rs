@@ -1,7 +1,7 @@
 //! The OpenAI side of the watermark planner: tool calls and `tool` messages before the
 //! watermark (no merges: OpenAI accepts same-role runs).
 
-use std::collections::{HashMap, HashSet};
+use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::plan::{as_object, Act, Pair, Planned, Pruner};
 use crate::error::{join_index, Error};
@@ -12,7 +12,7 @@ impl Pruner<'_, '_> {
         let views = self.views;
         let w = self.w;
         let mut pairs: Vec<Pair> = Vec::new();
-        let mut by_id: HashMap<&str, usize> = HashMap::new();
+        let mut by_id: HashMap<&str, usize> = HashMap::default();
         for (i, view) in views[..w].iter().enumerate() {
             for (c, call) in view.tool_calls().iter().enumerate() {
                 let id = call.id.as_deref().unwrap_or("");
@@ -29,7 +29,7 @@ impl Pruner<'_, '_> {
             }
         }
         // Tool messages: (index) → pair, or orphan.
-        let mut orphan_tools: HashSet<usize> = HashSet::new();
+        let mut orphan_tools: HashSet<usize> = HashSet::default();
         for (i, view) in views.iter().enumerate() {
             if view.role() != Some(Role::Tool) {
                 continue;
@@ -47,8 +47,8 @@ impl Pruner<'_, '_> {
         self.decide(&mut pairs);
         self.count_kept(&pairs);
 
-        let mut call_acts: HashMap<(usize, usize), usize> = HashMap::new();
-        let mut tool_acts: HashMap<usize, usize> = HashMap::new();
+        let mut call_acts: HashMap<(usize, usize), usize> = HashMap::default();
+        let mut tool_acts: HashMap<usize, usize> = HashMap::default();
         for (p, pair) in pairs.iter().enumerate() {
             call_acts.insert(pair.call, p);
             for r in &pair.results {
