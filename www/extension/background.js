@@ -13,7 +13,7 @@
 import { init } from './condense/manual.js';
 import { embedderKind, getEmbedder } from './embedder.js';
 import { readablePage } from './extract.js';
-import { openIndex, saveIndex } from './library.js';
+import { asDocument, openIndex, saveIndex } from './library.js';
 import * as store from './store.js';
 
 chrome.runtime.onInstalled.addListener(() => {
@@ -44,13 +44,13 @@ async function addTab(tabId) {
   if (!result?.text) return null;
   return serial(async () => {
     const { condense, embedder } = await engine();
-    const docs = await store.putDoc({ id: result.url, url: result.url, title: result.title, text: result.text, added: Date.now() });
-    const { index } = await openIndex(condense, embedder, docs);
+    // The index of the pages stored so far, then this page (re-read when it was there already).
+    const { index } = await openIndex(condense, embedder, await store.docs());
     try {
-      // openIndex indexed the new page when the saved index lacked it; a page added again is re-read.
-      const doc = docs[result.url];
-      index.remove([doc.id]);
-      index.add([{ id: doc.id, path: doc.title, text: doc.text, metadata: { url: doc.url } }]);
+      const doc = { id: result.url, url: result.url, title: result.title, text: result.text, added: Date.now() };
+      const docs = await store.putDoc(doc);
+      if (index.get(doc.id)) index.remove([doc.id]);
+      index.add([asDocument(doc)]);
       await saveIndex(index, docs, embedder);
       await chrome.action.setBadgeText({ tabId, text: '+' });
       return { url: result.url, chunks: index.chunks, embedder: embedder.identity().kind };

@@ -9,12 +9,15 @@ export const sameIdentity = (a, b) => {
   return keys.length > 0 && keys.every((k) => a?.[k] === b?.[k]);
 };
 
+/** A stored page as a document of the index (its title is the path results show). */
+export const asDocument = (d) => ({ id: d.id, path: d.title, text: d.text, metadata: { url: d.url } });
+
 /** Adds pages one at a time (yielding between them); `onFraction(0..1)` follows the work. */
 export async function indexPages(index, list, onFraction) {
   for (let k = 0; k < list.length; k++) {
     const d = list[k];
     if (index.get(d.id)) index.remove([d.id]);
-    index.add([{ id: d.id, path: d.title, text: d.text, metadata: { url: d.url } }], {
+    index.add([asDocument(d)], {
       onProgress: (p) => onFraction?.((k + (p.total ? p.done / p.total : 0)) / list.length),
     });
     onFraction?.((k + 1) / list.length);
