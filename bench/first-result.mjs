@@ -6,7 +6,7 @@
 // runs alternate between the contenders so machine load hits them alike; medians are reported.
 //
 //   (cd bench/peers && npm ci)          once: transformers.js + Orama (not in scripts/setup: 478 MB)
-//   node bench/first-result.mjs [--runs 3] [--docs 100]       (after scripts/build-pkg)
+//   node bench/first-result.mjs [--runs 3] [--docs 20]       (after scripts/build-pkg)
 //
 // condense: the package's Node entry (wasm, one thread). transformers.js: onnxruntime-node (native
 // CPU backend), with its default thread count and with one intra-op thread, + Orama 3 hybrid
@@ -19,7 +19,7 @@ import { syntheticCorpus } from './synthetic.mjs';
 
 const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
 const runs = Number(arg('--runs', '3'));
-const nDocs = Number(arg('--docs', '100'));
+const nDocs = Number(arg('--docs', '20'));
 const here = (p) => new URL(p, import.meta.url).pathname;
 const pkg = here('../pkg/');
 const peers = here('peers/');
@@ -123,6 +123,8 @@ say();
 say(`condense tarball: ${mb(packed.size)} packed, ${mb(packed.unpackedSize)} unpacked (model files included: ${mb(statSync(join(pkg, 'models', 'model.onnx')).size + statSync(join(pkg, 'models', 'tokenizer.json')).size)}).`);
 say(`transformers.js install, largest: ${peerBiggest.slice(0, 5).map((p) => `${p.name} ${mb(p.size)}`).join(', ')}; the model files are extra (${mb(statSync(join(pkg, 'models', 'model.onnx')).size)}).`);
 say(`Times are ms since the process started (performance.now()), each stage cumulative; "process wall" is spawn → exit seen by this script.`);
+const cosine = results[0][0].vector.reduce((a, x, k) => a + x * results[1][0].vector[k], 0);
+say(`The same model on both sides: cosine of the question's vectors (condense vs transformers.js) ${cosine.toFixed(5)}.`);
 const agree = results[0][0].top[0] === results[1][0].top[0];
-say(`Top-5 of condense: ${results[0][0].top.join(', ')}; of transformers.js + Orama: ${results[1][0].top.join(', ')} (top-1 ${agree ? 'agrees' : 'differs'}).`);
+say(`Top-5 of condense (minScore 0): ${results[0][0].top.join(', ')}; of transformers.js + Orama hybrid: ${results[1][0].top.join(', ')} (top-1 ${agree ? 'agrees' : 'differs'}; two different hybrid rankers over the same vectors).`);
 writeFileSync(join(out, 'first-result.md'), lines.join('\n') + '\n');

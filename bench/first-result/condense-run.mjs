@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 const [entry, docsFile, question] = process.argv.slice(2);
 const mark = {};
 mark.start = performance.now();
-const { loadEmbedder, Index, query } = await import(pathToFileURL(entry).href);
+const { loadEmbedder, Index, query, embed } = await import(pathToFileURL(entry).href);
 mark.imported = performance.now();
 const embedder = await loadEmbedder();
 mark.modelLoaded = performance.now();
@@ -16,6 +16,9 @@ const docs = JSON.parse(readFileSync(docsFile, 'utf8'));
 const index = Index.create({ embedder });
 index.add(docs);
 mark.indexed = performance.now();
-const out = query(index, question, { topN: 5 });
+// minScore 0: a top-5 like Orama's, whatever the calibrated scores.
+const out = query(index, question, { topN: 5, minScore: 0 });
 mark.firstResult = performance.now();
-console.log(JSON.stringify({ mark, top: out.results.map((r) => r.docId), docs: docs.length }));
+// The question's vector, after the clock: the caller checks both sides run the same model.
+const [vector] = embed([question], { embedder });
+console.log(JSON.stringify({ mark, top: out.results.map((r) => r.docId), docs: docs.length, vector: Array.from(vector) }));

@@ -35,4 +35,4 @@ mark.indexed = performance.now();
 const [q] = (await extractor([question], { pooling: 'mean', normalize: true })).tolist();
 const hits = await search(db, { mode: 'hybrid', term: question, vector: { value: q, property: 'embedding' }, similarity: 0, limit: 5 });
 mark.firstResult = performance.now();
-console.log(JSON.stringify({ mark, top: hits.hits.map((h) => h.id), docs: docs.length }));
+console.log(JSON.stringify({ mark, top: hits.hits.map((h) => h.id), docs: docs.length, vector: q }));
