@@ -625,6 +625,21 @@ export function version(): string;
 /** Resolved when the wasm module is ready (the import already waits for it). */
 export const ready: Promise<void>;
 
+/**
+ * Options of `init()` from `condense-ctx/manual`, the entry without top-level await (Manifest V3
+ * extension service workers forbid it; content scripts import it with
+ * `import(chrome.runtime.getURL(...))`).
+ */
+export interface InitOptions {
+  /**
+   * Where `condense_bg.wasm` comes from: a URL (fetched and compiled with
+   * `WebAssembly.instantiateStreaming`; the server must send `application/wasm`), a `Response`,
+   * its bytes, or a compiled `WebAssembly.Module`. An extension needs `'wasm-unsafe-eval'` in its
+   * CSP. @default the file next to the module (`new URL('./condense_bg.wasm', import.meta.url)`)
+   */
+  wasm?: string | URL | Response | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+}
+
 // ---------------------------------------------------------------------------- request bodies
 
 /** A provider's request body as JSON text: an Anthropic Messages or OpenAI Chat Completions request. */

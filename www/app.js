@@ -3,12 +3,13 @@
 // pasted input. No framework, no build step.
 import {
   applyWatermarkJson, compressJson, uncompress, validate, version, CondenseError, Index, query,
-  lexicalEmbedder,
+  lexicalEmbedder, loadEmbedder,
 } from '../pkg/browser.js';
 
-// The embedder of the search index. MiniLM, once the package exports it, is this one line:
-//   const embedder = await loadEmbedder();
-const embedder = lexicalEmbedder();
+// The embedder of the search index: lexical (instant, the default) or MiniLM, loaded on demand
+// by the "embedder" choice with loadEmbedder() (the engine's wasm and the model files are
+// fetched from pkg/, with progress).
+let embedder = lexicalEmbedder();
 performance.mark('condense:module-ready'); // the package (wasm included) is loaded: bench/browser.mjs
 
 const $ = (id) => document.getElementById(id);
@@ -16,7 +17,11 @@ const num = (n) => Number(n).toLocaleString('en-US');
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 const errorText = (e) => (e instanceof CondenseError ? `${e.code} at ${e.path || '(input)'}: ${e.reason}` : e.message);
 $('tagline').textContent += ` condense ${version()}.`;
-$('embedder-name').textContent = `${embedder.identity().kind} (${embedder.identity().dims} dims)`;
+const showEmbedder = () => {
+  $('embedder-name').textContent = `${embedder.identity().kind} (${embedder.identity().dims} dims)`;
+  document.body.dataset.embedder = embedder.identity().kind;
+};
+showEmbedder();
 
 async function sample(name) {
   const res = await fetch(`./samples/${name}.json`);
@@ -211,20 +216,85 @@ $('load-agent').onclick = async () => {
 $('w-run').onclick = runWatermark;
 
 // ---------------------------------------------------------------- Index / query
-// The document set: this repository's own docs, served beside the page.
+// The document sets: this repository's own docs, served beside the page, or short notes on
+// everyday topics (samples/notes.json), where MiniLM finds answers that share no word with the
+// question and the lexical embedder does not.
 const DOCS = ['README.md', 'ARCHITECTURE.md', 'CHANGELOG.md', 'pkg-template/README.md'];
 let index = null;
 
+async function fetchDocs() {
+  if ($('doc-set').value === 'notes') return JSON.parse(await sample('notes'));
+  const docs = [];
+  for (const path of DOCS) {
+    const res = await fetch(`../${path}`);
+    if (res.ok) docs.push({ id: path, path, text: await res.text() });
+  }
+  return docs;
+}
+
+const mb = (n) => `${(n / 1048576).toFixed(1)} MB`;
+
+/** Switches the embedder; MiniLM is loaded once (engine + model + tokenizer, with progress). */
+let minilm = null;
+async function chooseEmbedder(kind) {
+  const bar = $('model-progress');
+  $('embedder-choice').disabled = true;
+  $('build-index').disabled = true;
+  try {
+    if (kind === 'minilm') {
+      if (!minilm) {
+        const files = {};
+        const t = performance.now();
+        bar.hidden = false;
+        bar.value = 0;
+        minilm = await loadEmbedder({
+          onProgress: (p) => {
+            // Downloading the three files (engine, model, tokenizer) fills 90% of the bar, by
+            // bytes once every file has told its size; compiling the model the last tenth.
+            if (p.phase === 'download') {
+              files[p.file] = p;
+              const all = Object.values(files);
+              const sized = all.length === 3 && all.every((f) => f.total);
+              const share = sized
+                ? all.reduce((n, f) => n + f.loaded, 0) / all.reduce((n, f) => n + f.total, 0)
+                : all.filter((f) => f.loaded > 0).length / 3;
+              bar.value = 0.9 * share;
+              $('model-status').textContent = `downloading ${all.map((f) => `${f.file} ${mb(f.loaded)}${f.total ? ` / ${mb(f.total)}` : ''}`).join(', ')}`;
+            } else {
+              bar.value = p.loaded === 0 ? 0.9 : 1;
+              $('model-status').textContent = 'compiling the model…';
+            }
+          },
+        });
+        const info = minilm.loadInfo();
+        $('model-status').textContent = `MiniLM loaded in ${((performance.now() - t) / 1000).toFixed(1)} s (model compiled in ${(info.loadMs / 1000).toFixed(1)} s)`;
+        bar.hidden = true;
+      }
+      embedder = minilm;
+    } else {
+      embedder = lexicalEmbedder();
+      $('model-status').textContent = '';
+    }
+    showEmbedder();
+    // An index belongs to its embedder: build it again with the new one.
+    if (index) await buildIndex();
+  } catch (e) {
+    bar.hidden = true;
+    $('embedder-choice').value = embedder.identity().kind;
+    $('model-status').innerHTML = `<span class="bad">${esc(errorText(e))}</span>`;
+  } finally {
+    $('embedder-choice').disabled = false;
+    $('build-index').disabled = false;
+  }
+}
+
 async function buildIndex() {
   $('build-index').disabled = true;
+  $('run-query').disabled = true;
   $('index-progress').value = 0;
   $('index-status').textContent = 'fetching…';
   try {
-    const docs = [];
-    for (const path of DOCS) {
-      const res = await fetch(`../${path}`);
-      if (res.ok) docs.push({ id: path, path, text: await res.text() });
-    }
+    const docs = await fetchDocs();
     if (!docs.length) throw new Error('no document could be fetched (serve the repository root: node www/serve.mjs)');
     index?.free();
     index = Index.create({ embedder });
@@ -241,7 +311,7 @@ async function buildIndex() {
       $('index-progress').value = (k + 1) / docs.length;
       await new Promise((r) => setTimeout(r, 0));
     }
-    $('index-status').textContent = `${index.size} documents, ${index.chunks} chunks in ${(performance.now() - t).toFixed(0)} ms`;
+    $('index-status').textContent = `${index.size} documents, ${index.chunks} chunks in ${(performance.now() - t).toFixed(0)} ms (${embedder.identity().kind})`;
     $('run-query').disabled = false;
   } catch (e) {
     $('index-status').innerHTML = `<span class="bad">${esc(errorText(e))}</span>`;
@@ -276,11 +346,14 @@ function runQuery() {
   }
 }
 $('build-index').onclick = buildIndex;
+$('embedder-choice').onchange = () => chooseEmbedder($('embedder-choice').value);
+$('doc-set').onchange = () => { if (index) buildIndex(); };
 $('run-query').onclick = runQuery;
 $('question').onkeydown = (e) => { if (e.key === 'Enter' && !$('run-query').disabled) runQuery(); };
 
 // Links that run a demo on load (screenshots, bench/browser.mjs):
 //   ?compress=chat|coding-chat|tool-session-openai   ?watermark=agent   ?search=<question>
+//   with ?search: &docs=notes (the notes set) and &embedder=minilm (load MiniLM first)
 // (?sample=agent|chat&run=watermark|compress, the older form, still works.)
 const params = new URLSearchParams(location.search);
 if (params.get('sample')) params.set(params.get('run') === 'compress' ? 'compress' : 'watermark', params.get('sample'));
@@ -294,6 +367,11 @@ if (params.get('watermark')) {
 }
 if (params.get('search')) {
   $('question').value = params.get('search');
+  if (params.get('docs') === 'notes') $('doc-set').value = 'notes';
+  if (params.get('embedder') === 'minilm') {
+    $('embedder-choice').value = 'minilm';
+    await chooseEmbedder('minilm');
+  }
   await buildIndex();
   runQuery();
   performance.mark('condense:first-result');

@@ -2,7 +2,7 @@
 // shows, screenshots in tests/artifacts/. Needs pkg/ (scripts/build-pkg).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from '../../www/serve.mjs';
 import { ARTIFACTS, ROOT, launch, watchErrors } from './chromium.mjs';
@@ -36,6 +36,7 @@ const cardValue = async (section, label) => {
 test('the page loads the package (version in the header, lexical embedder)', async () => {
   assert.match(await text('#tagline'), /condense \d+\.\d+\.\d+/);
   assert.match(await text('#embedder-name'), /^lexical \(384 dims\)$/);
+  assert.equal(await page.inputValue('#embedder-choice'), 'lexical');
   assert.deepEqual(errors, []);
 });
 
@@ -136,6 +137,56 @@ test('Index / query: the docs indexed with a progress bar, compact results and p
   await page.fill('#query-options', '{"topN": 5}');
   await page.click('#run-query');
   await page.locator('#search').screenshot({ path: join(ARTIFACTS, 'demo-search.png') });
+  assert.deepEqual(errors, []);
+});
+
+// The semantic case: the question shares no word with the note that answers it ("my laptop is
+// overheating" / "Cooling a notebook computer: When a notebook computer gets hot…"). The lexical
+// embedder and BM25 have nothing to match; MiniLM does.
+const SEMANTIC = { question: 'my laptop is overheating', title: 'Cooling a notebook computer' };
+
+test('Use MiniLM: loaded with a progress bar, the index rebuilt; a question with no word in common finds its note, lexically it does not', async () => {
+  const note = JSON.parse(readFileSync(join(ROOT, 'www', 'samples', 'notes.json'), 'utf8')).find((d) => d.path === SEMANTIC.title);
+  const words = (t) => new Set(t.toLowerCase().match(/[a-z']+/g));
+  const shared = [...words(SEMANTIC.question)].filter((w) => words(`${note.path} ${note.text}`).has(w));
+  assert.deepEqual(shared, [], 'the question must share no word with its note');
+
+  // Lexical first, on the notes.
+  await page.selectOption('#doc-set', 'notes');
+  await page.waitForFunction(() => /^10 documents, \d+ chunks in \d+ ms \(lexical\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 30_000 });
+  await page.fill('#question', SEMANTIC.question);
+  await page.fill('#query-options', '{"topN": 3}');
+  await page.click('#run-query');
+  await page.locator('#search-result').waitFor({ state: 'visible' });
+  const lexical = await text('#search-text');
+  assert.doesNotMatch(lexical.split('\n')[0], new RegExp(SEMANTIC.title), `lexical found it: ${lexical}`);
+
+  // Every value the progress bar takes while MiniLM loads.
+  await page.evaluate(() => {
+    window.modelProgress = [];
+    const bar = document.getElementById('model-progress');
+    new MutationObserver(() => window.modelProgress.push([bar.hidden, bar.value])).observe(bar, { attributes: true });
+  });
+  await page.selectOption('#embedder-choice', 'minilm');
+  await page.waitForFunction(() => /\(minilm\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 240_000 });
+  assert.match(await text('#embedder-name'), /^minilm \(384 dims\)$/);
+  assert.match(await text('#model-status'), /^MiniLM loaded in [\d.]+ s \(model compiled in [\d.]+ s\)$/);
+  const seen = await page.evaluate(() => window.modelProgress);
+  const values = seen.filter(([hidden]) => !hidden).map(([, v]) => v);
+  assert.ok(values.some((v) => v > 0 && v < 1), `no intermediate progress: ${JSON.stringify(seen)}`);
+  assert.ok(values.includes(1), `the bar never reached 1: ${JSON.stringify(seen)}`);
+  assert.equal(await page.locator('#model-progress').isHidden(), true);
+
+  await page.click('#run-query');
+  await page.waitForFunction((t) => document.getElementById('search-text').textContent.split('\n')[0].includes(t), SEMANTIC.title, { timeout: 30_000 });
+  const semantic = await text('#search-text');
+  assert.match(semantic, new RegExp(`^\\[1\\] ${SEMANTIC.title} .*\\((0\\.\\d\\d|1\\.00)\\)`), semantic);
+  await page.locator('#search').screenshot({ path: join(ARTIFACTS, 'demo-minilm.png') });
+
+  // Back to lexical: instant (MiniLM stays loaded for the next switch), the index rebuilt again.
+  await page.selectOption('#embedder-choice', 'lexical');
+  await page.waitForFunction(() => /\(lexical\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 30_000 });
+  assert.match(await text('#embedder-name'), /^lexical /);
   assert.deepEqual(errors, []);
 });
 

@@ -1,10 +1,12 @@
 // The Manifest V3 extension in Chromium: assembled from pkg/ by scripts/build-extension, loaded
 // unpacked, its popup (opened in a tab) indexes real web pages, answers a query with compressed
-// results and copies them to the clipboard; the index survives closing the popup.
+// results and copies them to the clipboard; the index survives closing the popup. The service
+// worker runs condense itself (condense/manual.js: no top-level await) for the context menu and
+// its query service; the content script imports the package into a page; MiniLM can be chosen.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../../www/serve.mjs';
@@ -81,6 +83,22 @@ test('the extension loads: MV3 service worker, manifest version from Cargo.toml,
   assert.equal(manifest.content_security_policy.extension_pages, "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'");
   assert.match(ext.extensionId, /^[a-p]{32}$/);
   assert.equal(await ext.worker.evaluate(() => chrome.runtime.getManifest().name), manifest.name);
+  // The content script imports the package from the extension: web-accessible to http(s) pages.
+  assert.deepEqual(manifest.web_accessible_resources, [{ resources: ['condense/*', 'extract.js'], matches: ['http://*/*', 'https://*/*'] }]);
+  // MiniLM ships in the extension (the embedder choice works offline).
+  for (const f of ['condense/manual.js', 'condense/condense_embed_bg.wasm', 'condense/models/model.onnx', 'condense/models/tokenizer.json']) {
+    assert.ok(existsSync(join(extDir, f)), `${f} is missing`);
+  }
+});
+
+test('service worker: condense runs in it (manual entry, no top-level await); a result computed there', async () => {
+  // Nothing stored yet: an empty index, queried in the worker.
+  const r = await ext.worker.evaluate(() => self.condenseQuery('no page stored yet'));
+  assert.equal(r.computedIn, 'service-worker');
+  assert.match(r.version, /^\d+\.\d+\.\d+/);
+  assert.equal(r.embedder, 'lexical');
+  assert.deepEqual(r.results, []);
+  assert.equal(r.stats.candidates, 0);
 });
 
 test('popup: choose two open pages, index them, query, compressed results, copy to the clipboard', async () => {
@@ -171,7 +189,7 @@ test('popup: "Add this page" reads the last web page the user was on', async () 
   await popup.close();
 });
 
-test('context menu path: the service worker stores a page, the popup adds it to the restored index', async () => {
+test('context menu path: the service worker reads, stores and indexes a page; the popup opens on it', async () => {
   const tab = await ext.context.newPage();
   await tab.goto(`${site.url}/readme.html`);
   // The page's tab id, as the extension sees it.
@@ -182,18 +200,123 @@ test('context menu path: the service worker stores a page, the popup adds it to 
   await first.click('#pages-box summary');
   await first.locator('#pages li', { hasText: 'condense README' }).locator('button').click();
   await first.waitForFunction(() => document.getElementById('page-count').textContent === '1');
+  const chunksBefore = Number(/(\d+) chunks/.exec(await first.locator('#summary').innerText())[1]);
   await first.close();
-  assert.equal(await ext.worker.evaluate((id) => self.condenseAddTab(id), tabId), url);
+  const added = await ext.worker.evaluate((id) => self.condenseAddTab(id), tabId);
+  assert.equal(added.url, url);
+  assert.equal(added.embedder, 'lexical');
+  assert.ok(added.chunks > chunksBefore, `the worker's index has ${added.chunks} chunks, ${chunksBefore} before`);
+  // Indexed in the worker: the saved index has the page before any popup opens.
+  const saved = await ext.worker.evaluate(async () => (await chrome.storage.local.get('index')).index.ids);
+  assert.ok(saved.includes(url), 'the worker saved the index with the new page');
 
   const { popup, errors } = await openPopup();
   assert.equal(await popup.evaluate(() => document.body.dataset.index), 'restored');
   assert.equal(await popup.locator('#page-count').innerText(), '2');
-  const saved = await popup.evaluate(async () => (await chrome.storage.local.get('index')).index.ids);
-  assert.ok(saved.includes(url), 'the popup saved the index with the new page');
+  assert.match(await popup.locator('#summary').innerText(), new RegExp(`^2 pages, ${added.chunks} chunks`));
   await popup.fill('#question', 'applyWatermark checkpoint tools');
   await popup.click('#search');
   await popup.locator('#answer').waitFor({ state: 'visible' });
-  assert.match(await popup.locator('#results').innerText(), /condense README § /);
+  const inPopup = await popup.locator('#results').innerText();
+  assert.match(inPopup, /condense README § /);
+
+  // The worker's query service, asked by the popup (chrome.runtime.sendMessage): the same
+  // results, computed in the worker from the saved index.
+  const reply = await popup.evaluate((q) => chrome.runtime.sendMessage({ to: 'condense', op: 'query', question: q }), 'applyWatermark checkpoint tools');
+  assert.equal(reply.ok, true, JSON.stringify(reply));
+  assert.equal(reply.value.computedIn, 'service-worker');
+  assert.equal(reply.value.text, inPopup);
+  assert.ok(reply.value.results.length >= 1 && reply.value.results[0].score > 0);
+  const bad = await popup.evaluate(() => chrome.runtime.sendMessage({ to: 'condense', op: 'query', question: 42 }));
+  assert.deepEqual([bad.ok, bad.error.message], [false, 'expected a question']);
   assert.deepEqual(errors, []);
+  await popup.close();
+});
+
+test('content script: "Ask your pages" imports the package into the page, searches it there and asks the worker', async () => {
+  const tab = await ext.context.newPage();
+  const tabErrors = watchErrors(tab);
+  await tab.goto(`${site.url}/architecture.html?ask`); // a URL of its own: other tabs show this page too
+  const tabId = await ext.worker.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, tab.url());
+  const question = 'which checkpoint tools move the watermark?';
+  const r = await ext.worker.evaluate(([id, q]) => self.condenseAskInTab(id, q), [tabId, question]);
+  assert.equal(r.question, question);
+  // This page: indexed and queried by condense inside the content script.
+  assert.equal(r.thisPage.computedIn, 'content-script');
+  assert.match(r.thisPage.version, /^\d+\.\d+\.\d+/);
+  assert.ok(r.thisPage.returned >= 1 && r.thisPage.returned <= 3, JSON.stringify(r.thisPage));
+  assert.match(r.thisPage.text, /^\[1\] condense architecture § /);
+  assert.doesNotMatch(r.thisPage.text, /zebra-nav-token/);
+  // The saved pages: the worker's answer, relayed by the content script.
+  assert.equal(r.savedPages.computedIn, 'service-worker');
+  assert.match(r.savedPages.text, /^\[1\] condense (README|architecture) § /);
+  // Both shown in the page's overlay (an open shadow root).
+  const overlay = tab.locator('#condense-overlay');
+  assert.equal(await overlay.locator('h2').innerText(), `condense: “${question}”`);
+  assert.equal(await overlay.locator('#here pre').innerText(), r.thisPage.text);
+  assert.equal(await overlay.locator('#saved pre').innerText(), r.savedPages.text);
+  assert.match(await overlay.locator('#saved .meta').innerText(), /computed in the service worker$/);
+  await tab.setViewportSize({ width: 1000, height: 720 });
+  await tab.screenshot({ path: join(ARTIFACTS, 'extension-content.png') });
+  // Injected again (a second question): the script is loaded once, the overlay replaced.
+  const again = await ext.worker.evaluate(([id, q]) => self.condenseAskInTab(id, q), [tabId, 'applyWatermark']);
+  assert.equal(again.thisPage.computedIn, 'content-script');
+  assert.equal(await tab.locator('#condense-overlay').count(), 1);
+  await tab.locator('#condense-overlay button').click();
+  assert.equal(await tab.locator('#condense-overlay').count(), 0);
+  assert.deepEqual(tabErrors, []);
+  await tab.close();
+});
+
+test('MiniLM: chosen in the popup, loaded with progress, the index rebuilt; the worker queries with it too', async () => {
+  // The ten how-to notes stored as pages (the lexical index of the earlier tests dropped): a
+  // question with no word in common with its note, which only MiniLM finds.
+  const notes = JSON.parse(readFileSync(join(ROOT, 'www', 'samples', 'notes.json'), 'utf8'));
+  const docs = Object.fromEntries(notes.map((n, k) => {
+    const url = `${site.url}/notes/${n.id}.html`;
+    return [url, { id: url, url, title: n.path, text: n.text, added: k }];
+  }));
+  await ext.worker.evaluate(async (d) => {
+    await chrome.storage.local.remove('index');
+    await chrome.storage.local.set({ docs: d });
+  }, docs);
+  const question = 'my laptop is overheating';
+  const answer = 'Cooling a notebook computer';
+
+  const { popup, errors } = await openPopup();
+  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · lexical$/);
+  await popup.fill('#question', question);
+  await popup.press('#question', 'Enter');
+  await popup.locator('#answer').waitFor({ state: 'visible' });
+  assert.doesNotMatch((await popup.locator('#results').innerText()).split('\n')[0], new RegExp(answer));
+
+  await popup.evaluate(() => {
+    window.progress = [];
+    const bar = document.getElementById('progress');
+    new MutationObserver(() => window.progress.push([bar.hidden, bar.value])).observe(bar, { attributes: true });
+  });
+  await popup.selectOption('#embedder', 'minilm');
+  await popup.waitForFunction(() => /^index built with minilm · \d+ chunks$/.test(document.getElementById('status').textContent), null, { timeout: 240_000 });
+  const seen = await popup.evaluate(() => window.progress);
+  assert.ok(seen.some(([hidden, v]) => !hidden && v > 0 && v < 0.9), `no download progress: ${JSON.stringify(seen)}`);
+  assert.ok(seen.some(([hidden, v]) => !hidden && v === 1), `the bar never reached 1: ${JSON.stringify(seen)}`);
+  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · minilm$/);
+  const saved = await popup.evaluate(async () => (await chrome.storage.local.get(['index', 'settings'])));
+  assert.equal(saved.index.embedder.kind, 'minilm');
+  assert.equal(saved.settings.embedder, 'minilm');
+
+  await popup.press('#question', 'Enter');
+  await popup.waitForFunction((a) => document.getElementById('results').textContent.startsWith(`[1] ${a}`), answer, { timeout: 30_000 });
+  assert.match(await popup.locator('#results').innerText(), new RegExp(`^\\[1\\] ${answer} \\((0\\.\\d\\d|1\\.00)\\)\\n`));
+  await popup.screenshot({ path: join(ARTIFACTS, 'extension-minilm.png') });
+  // The worker follows the setting: it loads MiniLM itself and restores the popup's index.
+  const r = await ext.worker.evaluate((q) => self.condenseQuery(q), question);
+  assert.equal(r.embedder, 'minilm');
+  assert.equal(r.results[0].docId, `${site.url}/notes/notebook-heat.html`);
+  assert.deepEqual(errors, []);
+
+  // Back to lexical (the setting other runs start from).
+  await popup.selectOption('#embedder', 'lexical');
+  await popup.waitForFunction(() => /with lexical/.test(document.getElementById('status').textContent), null, { timeout: 30_000 });
   await popup.close();
 });

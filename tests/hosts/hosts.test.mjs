@@ -74,12 +74,12 @@ test('the tarball passes publint and arethetypeswrong (types for import, require
   const lint = run(bin('publint'), ['--strict', pkgDir]);
   assert.equal(lint.status, 0, lint.stdout + lint.stderr);
   // The module entry points (the .wasm and model files are assets); require() of the ES worker
-  // entry is require(esm) (Node 20.19+).
-  const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--entrypoints', '.', './worker', '--ignore-rules', 'cjs-resolves-to-esm']);
+  // and manual entries is require(esm) (Node 20.19+).
+  const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--entrypoints', '.', './worker', './manual', '--ignore-rules', 'cjs-resolves-to-esm']);
   const report = JSON.parse(attw.stdout);
-  assert.deepEqual(Object.keys(report.analysis.entrypoints), ['.', './worker']);
+  assert.deepEqual(Object.keys(report.analysis.entrypoints), ['.', './worker', './manual']);
   const problems = Object.values(report.problems ?? {}).flat()
-    .filter((p) => !(p.kind === 'CJSResolvesToESM' && p.entrypoint === './worker'));
+    .filter((p) => !(p.kind === 'CJSResolvesToESM' && (p.entrypoint === './worker' || p.entrypoint === './manual')));
   assert.deepEqual(problems, [], attw.stdout);
   assert.equal(attw.status, 0, attw.stdout + attw.stderr);
 });

@@ -1,11 +1,16 @@
 // The popup: keeps an Index over the pages the user added, answers a question with compressed
 // results (condense's query) and copies them as context for an LLM. The package is bundled
 // under ./condense/ by scripts/build-extension; its wasm loads from the extension's own files
-// (instantiateStreaming, allowed by the manifest's 'wasm-unsafe-eval').
-import { Index, query, version, CondenseError } from './condense/browser.js';
-import { getEmbedder } from './embedder.js';
+// (instantiateStreaming, allowed by the manifest's 'wasm-unsafe-eval'). The popup uses the
+// package's main browser entry (top-level await is allowed in pages); the service worker and the
+// content script use condense/manual.js (background.js, content.js).
+import * as condense from './condense/browser.js';
+import { embedderKind, getEmbedder, setEmbedderKind } from './embedder.js';
 import { readablePage } from './extract.js';
+import { indexPages, openIndex, saveIndex } from './library.js';
 import * as store from './store.js';
+
+const { query, version, CondenseError } = condense;
 
 const $ = (id) => document.getElementById(id);
 const num = (n) => Number(n).toLocaleString('en-US');
@@ -49,60 +54,72 @@ function render() {
   $('question').placeholder = empty ? 'Add a page first' : 'Ask your pages…';
 }
 
-/** Adds documents to the index, one at a time, with the progress bar. */
-async function addToIndex(list) {
+/** Runs `work(onFraction)` with the progress bar shown. */
+async function withProgress(work) {
   const bar = $('progress');
   bar.hidden = false;
   bar.value = 0;
-  for (let k = 0; k < list.length; k++) {
-    const d = list[k];
-    if (index.get(d.id)) index.remove([d.id]);
-    index.add([{ id: d.id, path: d.title, text: d.text, metadata: { url: d.url } }], {
-      onProgress: (p) => { bar.value = (k + (p.total ? p.done / p.total : 0)) / list.length; },
-    });
-    bar.value = (k + 1) / list.length;
-    await new Promise((r) => setTimeout(r, 0));
+  try {
+    return await work((f) => { bar.value = f; });
+  } finally {
+    bar.hidden = true;
   }
-  bar.hidden = true;
 }
 
-async function save() {
-  await store.saveIndex(index.serialize(), Object.keys(docs), embedder.identity());
+/** Adds documents to the index, one at a time, with the progress bar. */
+const addToIndex = (list) => withProgress((onFraction) => indexPages(index, list, onFraction));
+const save = () => saveIndex(index, docs, embedder);
+
+/** The saved index when it was built by this embedder (brought up to date), else a new one. */
+async function open() {
+  index?.free();
+  const opened = await withProgress((onFraction) => openIndex(condense, embedder, docs, { onFraction, onStatus: (t) => status(t) }));
+  index = opened.index;
+  document.body.dataset.index = opened.how;
 }
 
-/** Embedder identities compared field by field (chrome.storage does not keep key order). */
-const sameIdentity = (a, b) => {
-  const keys = [...new Set([...Object.keys(a ?? {}), ...Object.keys(b ?? {})])];
-  return keys.length > 0 && keys.every((k) => a?.[k] === b?.[k]);
-};
+/**
+ * The share of MiniLM's three files (engine, model, tokenizer) downloaded: by bytes when every
+ * file has told its size, else by files begun (the extension's own files come without a
+ * Content-Length).
+ */
+const downloaded = (files) => (files.length === 3 && files.every((f) => f.total)
+  ? files.reduce((n, f) => n + f.loaded, 0) / files.reduce((n, f) => n + f.total, 0)
+  : files.filter((f) => f.loaded > 0).length / 3);
 
-/** The saved index when it covers exactly the stored pages with this embedder, else a new one. */
-async function openIndex() {
-  const saved = await store.savedIndex();
-  const ids = Object.keys(docs);
-  if (saved && sameIdentity(saved.embedder, embedder.identity())) {
-    try {
-      index = Index.deserialize(saved.bytes, { embedder });
-      const missing = ids.filter((id) => !index.get(id));
-      const stale = saved.ids.filter((id) => !docs[id]);
-      if (stale.length) index.remove(stale);
-      if (missing.length) {
-        await addToIndex(missing.map((id) => docs[id]));
-        await save();
-      }
-      document.body.dataset.index = 'restored';
-      return;
-    } catch (e) {
-      console.warn('condense: rebuilding the index:', errorText(e));
+/** Loads the chosen embedder (MiniLM: engine and model files, with the progress bar: the last tenth is compiling). */
+async function loadChosenEmbedder(kind) {
+  if (kind === 'lexical') return getEmbedder(condense, kind);
+  status('loading MiniLM…');
+  const files = {};
+  const t = performance.now();
+  const e = await withProgress((onFraction) => getEmbedder(condense, kind, (p) => {
+    if (p.phase === 'load') {
+      status('compiling the model…');
+      return onFraction(p.loaded === 0 ? 0.9 : 1);
     }
-  }
-  index = Index.create({ embedder });
-  document.body.dataset.index = 'built';
-  if (ids.length) {
-    status(`indexing ${ids.length} stored pages…`);
-    await addToIndex(Object.values(docs));
-    await save();
-    status('');
+    files[p.file] = p;
+    onFraction(0.9 * downloaded(Object.values(files)));
+  }));
+  status(`MiniLM loaded in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  return e;
+}
+
+/** The embedder choice: saved as a setting; the index is rebuilt with the new embedder. */
+async function switchEmbedder(kind) {
+  $('embedder').disabled = true;
+  try {
+    const next = await loadChosenEmbedder(kind);
+    await setEmbedderKind(kind);
+    embedder = next;
+    await open();
+    render();
+    status(`index ${document.body.dataset.index} with ${kind} · ${num(index.chunks)} chunks`);
+  } catch (e) {
+    $('embedder').value = embedder.identity().kind;
+    status(errorText(e), true);
+  } finally {
+    $('embedder').disabled = false;
   }
 }
 
@@ -195,10 +212,13 @@ async function copy() {
 }
 
 async function main() {
-  embedder = await getEmbedder();
+  const kind = await embedderKind();
+  $('embedder').value = kind;
+  embedder = await loadChosenEmbedder(kind);
   docs = await store.docs();
-  await openIndex();
+  await open();
   render();
+  $('embedder').onchange = () => switchEmbedder($('embedder').value);
   $('add-current').disabled = false;
   $('choose').disabled = false;
   $('add-current').onclick = async () => {

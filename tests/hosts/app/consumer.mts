@@ -15,6 +15,8 @@ import type {
   CompressRequestResult, PrepareRequestOptions, PrepareRequestResult, Savings, WorkerOptions,
   CondenseWorker, WorkerIndex, WorkerEmbedder, LoadEmbedderOptions, LoadProgress,
 } from 'condense-ctx';
+import { init, CondenseError as ManualError } from 'condense-ctx/manual';
+import type { InitOptions, Condense } from 'condense-ctx/manual';
 
 /** `true` only when K lists every key of T. */
 type Covers<T, K extends keyof T> = [Exclude<keyof T, K>] extends [never] ? true : { missing: Exclude<keyof T, K> };
@@ -248,3 +250,22 @@ async function minilm(): Promise<number> {
     compress(messages, { query: 'files', embedder: e }).stats.ratio);
 }
 void minilm;
+
+// ------------------------------------------------------------------ condense-ctx/manual (init)
+async function manual(): Promise<number> {
+  const options: Required<InitOptions> = { wasm: new URL('https://example.invalid/condense_bg.wasm') };
+  const sources: InitOptions[] = [
+    { wasm: 'condense_bg.wasm' }, { wasm: new Uint8Array(0) }, { wasm: new ArrayBuffer(0) },
+    { wasm: new WebAssembly.Module(new Uint8Array(0)) }, { wasm: await fetch('condense_bg.wasm') }, {},
+  ];
+  const api: Condense = await init(options);
+  await init(null);
+  await init();
+  const r: CompressResult = api.compress(messages, { recencyWindow: 2 });
+  const index: Index = api.Index.create({ embedder: api.lexicalEmbedder() });
+  const minilm: Embedder = await api.loadEmbedder({ modelUrl: 'https://example.invalid/model.onnx' });
+  const same: boolean = ManualError === CondenseError && api.CondenseError === CondenseError;
+  return read(sources, r.stats.ratio, api.query(index, 'q').text, minilm.identity().kind, same, api.version(), api.ERROR_CODES.length,
+    api.watermarkRequest('{}').body);
+}
+void manual;
