@@ -237,8 +237,8 @@ export interface CompressOptions {
   /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
   preserveNumbers?: boolean;
   /**
-   * A token budget the result must meet (estimated tokens of the messages' text; the estimate
-   * errs high against o200k). Every compressible text is cut to the largest common share that
+   * A token budget the result must meet (tokens of the messages' text in the call's counter:
+   * the estimate, which errs high against o200k, unless `countTokens` or `tokenCounter` is given). Every compressible text is cut to the largest common share that
    * fits (found by bisection); if that is not enough the pipeline escalates — smaller recency
    * window, condensed tool-call arguments, folding the oldest messages into one summary,
    * truncation of the oldest texts — until it fits or nothing compressible is left;

@@ -34,8 +34,9 @@ pub struct CompressOptions {
     /// Keep every number of tool output (long numeric arrays are otherwise summarised by
     /// count, range, first and last values). Default false.
     pub preserve_numbers: bool,
-    /// A token budget the result must meet (estimated tokens of the messages' text, see
-    /// `text::tokens`): the pipeline escalates until it fits or nothing compressible is left,
+    /// A token budget the result must meet (tokens of the messages' text in the call's
+    /// counter: the estimate of `text::tokens` unless `tokenCounter` or a caller's counter
+    /// says otherwise): the pipeline escalates until it fits or nothing compressible is left,
     /// and `stats.fits` tells which. The budget is used, not just met: every compressible
     /// text gets the same, largest share of its size that fits (key tokens first listed within
     /// it), also when the default pass alone would fit with room to spare. The last steps
