@@ -83,6 +83,14 @@ mod wasm {
             }
         }
 
+        /// The exact token count of `text` in the model's tokenizer: its WordPiece pieces,
+        /// without `[CLS]`/`[SEP]` and without truncation (`compress` with
+        /// `tokenCounter: "model"`).
+        #[wasm_bindgen(js_name = countTokens)]
+        pub fn count_tokens(&self, text: &str) -> usize {
+            self.inner.tokenizer().map_or(0, |t| t.count_pieces(text))
+        }
+
         /// Embeds `texts` (an array of strings; lone surrogates become U+FFFD): one
         /// `Float32Array` of `texts.length × 384` values, row by row.
         #[wasm_bindgen(js_name = embedFlat)]

@@ -34,6 +34,13 @@ function checkObject(value, path) {
   }
 }
 
+/** The adapters are synchronous: a summarizer (which makes compress async) is refused. */
+function noSummarizer(options, path) {
+  if (options && typeof options === 'object' && options.summarizer !== undefined && options.summarizer !== null) {
+    throw new CondenseError('invalid_options', `${path}.summarizer`, `invalid_options at ${path}.summarizer: not supported here (synchronous); use compressJson`, 'not supported here (synchronous); use compressJson');
+  }
+}
+
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 /** The adapters over the wrapped API (`compressJson`, `applyWatermarkJson`). */
@@ -49,6 +56,7 @@ export function adapters(api) {
   function compressRequest(body, options) {
     const text = bodyText(body);
     checkObject(options, 'options');
+    noSummarizer(options, 'options');
     const { provider, ...rest } = options ?? {};
     const out = api.compressJson(text, withFormat(options ? rest : null, provider, 'options.provider'));
     const result = { body: out.json, verbatim: out.verbatim, stats: out.stats };
@@ -67,6 +75,7 @@ export function adapters(api) {
     }
     if (opts.watermark !== false) checkObject(opts.watermark, 'options.watermark');
     if (opts.compress !== false) checkObject(opts.compress, 'options.compress');
+    noSummarizer(opts.compress, 'options.compress');
     const start = now();
     let current = text;
     let state = opts.state ?? { watermark: null };

@@ -127,6 +127,8 @@ async function sha256Hex(bytes) {
  * engine(onProgress) → Promise<the initialised condense_embed glue> }`. */
 export function wrap(glue, host) {
   let lexical = null;
+  // The exact token counter of each model embedder (tokenCounter: 'model'): the engine's.
+  const modelCounters = new WeakMap();
   const defaultEmbedder = () => (lexical ??= glue.Embedder.lexical());
   const embedderOf = (options) => {
     const e = options?.embedder;
@@ -141,6 +143,87 @@ export function wrap(glue, host) {
     if (typeof options !== 'object' || Array.isArray(options)) return options;
     const { embedder, ...rest } = options;
     return rest;
+  };
+
+  // The JS-only keys of compress options: functions and objects the core gets as arguments.
+  const COMPRESS_JS_KEYS = ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency'];
+
+  /** Splits compress options into what the core reads as JSON and the call's context:
+   * `{options, embedder, useEmbedder, counter, summarizer, concurrency}`. */
+  const compressContext = (options) => {
+    if (options === undefined || options === null || typeof options !== 'object' || Array.isArray(options)) {
+      return { options: options ?? null, embedder: defaultEmbedder(), useEmbedder: false };
+    }
+    const rest = { ...options };
+    for (const k of COMPRESS_JS_KEYS) delete rest[k];
+    const useEmbedder = options.embedder !== undefined && options.embedder !== null;
+    const embedder = embedderOf(options);
+    let counter = options.countTokens;
+    if (counter !== undefined && counter !== null && typeof counter !== 'function') {
+      throw optionsError('options.countTokens', 'expected a function (text) => number');
+    }
+    if (counter === null) counter = undefined;
+    if (rest.tokenCounter === 'model') {
+      if (counter !== undefined) {
+        throw optionsError('options.tokenCounter', '"model" and countTokens were both given: give one');
+      }
+      // A model loaded by loadEmbedder() counts in its own module (the core has no tokenizer).
+      const model = useEmbedder ? modelCounters.get(embedder) : undefined;
+      if (model === undefined) {
+        throw optionsError('options.tokenCounter', '"model" needs options.embedder from loadEmbedder() (the lexical embedder has no tokenizer)');
+      }
+      counter = model;
+      delete rest.tokenCounter;
+    }
+    const summarizer = options.summarizer ?? undefined;
+    if (summarizer !== undefined && typeof summarizer !== 'function') {
+      throw optionsError('options.summarizer', 'expected a function (text, request) => Promise<string>');
+    }
+    const concurrency = options.summarizerConcurrency ?? 4;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw optionsError('options.summarizerConcurrency', 'expected an integer of at least 1');
+    }
+    return { options: rest, embedder, useEmbedder, counter, summarizer, concurrency };
+  };
+
+  /** Both phases of the summariser protocol (method abstractive / hybrid): the requests, the
+   * summaries awaited `concurrency` at a time (a failure keeps the deterministic summary and is
+   * counted), then the compression with `summaries`. `json` is the messages' JSON text. */
+  const compressWithSummarizer = async (json, ctx, finish) => {
+    const { options, embedder, useEmbedder, counter, summarizer, concurrency } = ctx;
+    const requests = guard(() => glue.compressSummaryRequests(json, options, embedder, useEmbedder, counter))();
+    const summaries = { ...(options?.summaries ?? {}) };
+    const warnings = [];
+    let failed = 0;
+    let next = 0;
+    const worker = async () => {
+      while (next < requests.length) {
+        const r = requests[next++];
+        if (Object.hasOwn(summaries, r.id)) continue;
+        try {
+          const text = await summarizer(r.text, {
+            id: r.id, targetTokens: r.targetTokens, originalTokens: r.originalTokens,
+            role: r.role, kind: r.kind, index: r.index, block: r.block,
+            method: options.method, query: options.query,
+          });
+          if (typeof text === 'string') {
+            summaries[r.id] = text;
+          } else {
+            failed++;
+            warnings.push(`summarizer returned ${text === null ? 'null' : typeof text} for ${r.id}: the deterministic summary is kept`);
+          }
+        } catch (e) {
+          failed++;
+          warnings.push(`summarizer failed for ${r.id}: ${e?.message ?? String(e)}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, worker));
+    const out = guard(() => finish({ ...options, summaries }))();
+    const stats = out.stats;
+    stats.summarizer = { accepted: 0, rejected: 0, ...(stats.summarizer ?? {}), requested: requests.length, failed };
+    if (warnings.length > 0) stats.warnings = [...(stats.warnings ?? []), ...warnings];
+    return out;
   };
 
   /** An in-memory hybrid index (BM25 + vectors); see index.d.ts. */
@@ -219,6 +302,7 @@ export function wrap(glue, host) {
       const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), digest);
       const embedder = glue.Embedder.external(
         JSON.parse(m.identity()), JSON.parse(m.loadInfo()), (texts) => m.embedFlat(texts));
+      modelCounters.set(embedder, (text) => m.countTokens(text));
       onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });
       return embedder;
     })();
@@ -293,14 +377,28 @@ export function wrap(glue, host) {
       return { json: out, state: r.state, stats: r.stats, warnings: r.warnings };
     }),
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
-    compress: guard((messages, options) => (options?.embedder === undefined || options?.embedder === null
-      ? glue.compress(messages, withoutEmbedder(options))
-      : glue.compressWithEmbedder(messages, withoutEmbedder(options), embedderOf(options)))),
+    // A Promise only when a summarizer is given (see index.d.ts).
+    compress: guard((messages, options) => {
+      const ctx = compressContext(options);
+      const { embedder, useEmbedder, counter } = ctx;
+      if (ctx.summarizer !== undefined) {
+        const json = stringifyMessages(messages);
+        return compressWithSummarizer(json, ctx,
+          (opts) => glue.compressWith(messages, opts, embedder, useEmbedder, counter));
+      }
+      if (!useEmbedder && counter === undefined) return glue.compress(messages, ctx.options);
+      return glue.compressWith(messages, ctx.options, embedder, useEmbedder, counter);
+    }),
     compressJson: guard((json, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
-      return options?.embedder === undefined || options?.embedder === null
-        ? glue.compressJson(json, withoutEmbedder(options))
-        : glue.compressJsonWithEmbedder(json, withoutEmbedder(options), embedderOf(options));
+      const ctx = compressContext(options);
+      const { embedder, useEmbedder, counter } = ctx;
+      if (ctx.summarizer !== undefined) {
+        return compressWithSummarizer(json, ctx,
+          (opts) => glue.compressJsonWith(json, opts, embedder, useEmbedder, counter));
+      }
+      if (!useEmbedder && counter === undefined) return glue.compressJson(json, ctx.options);
+      return glue.compressJsonWith(json, ctx.options, embedder, useEmbedder, counter);
     }),
     uncompress: guard((messages, verbatim) => glue.uncompress(messages, verbatim ?? null)),
     version: () => glue.version(),

@@ -237,8 +237,8 @@ export interface CompressOptions {
   /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
   preserveNumbers?: boolean;
   /**
-   * A token budget the result must meet (estimated tokens of the messages' text; the estimate
-   * errs high against o200k). Every compressible text is cut to the largest common share that
+   * A token budget the result must meet (tokens of the messages' text in the call's counter:
+   * the estimate, which errs high against o200k, unless `countTokens` or `tokenCounter` is given). Every compressible text is cut to the largest common share that
    * fits (found by bisection); if that is not enough the pipeline escalates — smaller recency
    * window, condensed tool-call arguments, folding the oldest messages into one summary,
    * truncation of the oldest texts — until it fits or nothing compressible is left;
@@ -253,6 +253,92 @@ export interface CompressOptions {
   trace?: boolean;
   /** Force a provider's shape. @default detected */
   format?: Format;
+  /**
+   * Which tokens budgets, `minTokens` and every stat count: `"estimate"` (a fast estimator
+   * fitted to o200k that errs high) or `"model"` (the exact count in the tokenizer of
+   * `embedder`, which must come from `loadEmbedder()`; `invalid_options` otherwise). Use
+   * `countTokens` for your own model's tokenizer. @default "estimate"
+   */
+  tokenCounter?: TokenCounterKind;
+  /**
+   * Your own token counter, e.g. gpt-tokenizer's `countTokens` (o200k) or a tiktoken
+   * encoder's `(t) => enc.encode(t).length`: budgets, `minTokens` and stats are then in its
+   * tokens. Called synchronously, once per distinct text per call (memoised). A throw or a
+   * result that is not a non-negative integer is a `CondenseError` (`invalid_options`,
+   * path `options.countTokens`). Not with `tokenCounter: "model"`. @default none
+   */
+  countTokens?: (text: string) => number;
+  /**
+   * How texts are summarised: `"extractive"` (deterministic sentence selection),
+   * `"hierarchical"` (under a budget, the shallowest of the levels 50% → 25% → 12.5% of each
+   * text that fits; `stats.level`), `"abstractive"` (`summarizer` rewrites each original text)
+   * or `"hybrid"` (extract, then `summarizer` rewrites the extract). Without a `summarizer`,
+   * abstractive and hybrid are extractive with a warning in `stats.warnings`.
+   * @default "extractive"
+   */
+  method?: CompressMethod;
+  /**
+   * An LLM summariser for `method: "abstractive" | "hybrid"`; with it, compress and
+   * compressJson return a Promise. Its text is used only when non-empty and shorter (in the
+   * call's tokens) than the original it replaces; otherwise, and when it throws or rejects,
+   * the deterministic summary stays (`stats.summarizer`, `stats.warnings`). Markers and
+   * `uncompress` work as always; the output is deterministic given the summaries. @default none
+   */
+  summarizer?: Summarizer;
+  /** How many summarizer calls may be pending at once. @default 4 */
+  summarizerConcurrency?: number;
+  /**
+   * Summaries by request id (`SummaryRequest.id`), used in place of the deterministic ones
+   * where accepted (what `summarizer` fills in; give it yourself to replay a call).
+   * @default none
+   */
+  summaries?: Record<string, string> | null;
+}
+
+/** `CompressOptions.tokenCounter`. */
+export type TokenCounterKind = 'estimate' | 'model';
+
+/** `CompressOptions.method`. */
+export type CompressMethod = 'extractive' | 'abstractive' | 'hybrid' | 'hierarchical';
+
+/** What the summarizer is asked for one text. */
+export interface SummaryRequest {
+  /** The key of its summary in `options.summaries` (a hash of the original text). */
+  id: string;
+  /** The size to aim at: the deterministic summary's tokens (in the call's counter). */
+  targetTokens: number;
+  /** The original's tokens: a longer or equal summary is not used. */
+  originalTokens: number;
+  /** The message's role. */
+  role: string;
+  /** `"prose"`, `"tool_output"` (plain-text tool output) or `"merged"` (a run of messages of one role). */
+  kind: string;
+  /** The input index of the message (the first of a merged run). */
+  index: number;
+  /** The block of an Anthropic message, for a block's text. */
+  block?: number;
+  /** The call's method (`"abstractive"` or `"hybrid"`). */
+  method?: CompressMethod;
+  /** The call's `query`, if any. */
+  query?: string | null;
+}
+
+/**
+ * A summariser: `text` is the original (abstractive) or its extractive summary (hybrid).
+ * Resolve to the summary; anything but a string, or a rejection, keeps the deterministic one.
+ */
+export type Summarizer = (text: string, request: SummaryRequest) => Promise<string> | string;
+
+/** What became of the summarizer's summaries (`method` abstractive / hybrid with summaries). */
+export interface SummarizerStats {
+  /** Texts the summarizer was asked for. */
+  requested: number;
+  /** Summaries used. */
+  accepted: number;
+  /** Summaries not used: empty, or not shorter than the original. */
+  rejected: number;
+  /** Calls that threw, rejected or returned no string. */
+  failed: number;
 }
 
 /** What compress did. */
@@ -261,9 +347,9 @@ export interface CompressStats {
   messagesBefore: number;
   /** Messages in the output. */
   messagesAfter: number;
-  /** Estimated tokens of the messages' text before. */
+  /** Tokens of the messages' text before, in the call's counter (the estimator, `tokenCounter: "model"` or `countTokens`). */
   tokensBefore: number;
-  /** Estimated tokens after. */
+  /** Tokens after, in the same counter. */
   tokensAfter: number;
   /** tokensBefore / tokensAfter. */
   ratio: number;
@@ -289,6 +375,12 @@ export interface CompressStats {
   fits: boolean | null;
   /** How far the budget loop escalated (0: the default pass was enough). */
   escalation: number;
+  /** `method: "hierarchical"` under a budget: the level used (0: 50%, 1: 25%, 2: 12.5%); absent when the default pass was used or more than level 2 was needed. */
+  level?: number;
+  /** `method` abstractive / hybrid with a summarizer (or `summaries`): what became of the summaries. */
+  summarizer?: SummarizerStats;
+  /** What you should know: a method that fell back to extractive, a summarizer that failed. Absent when none. */
+  warnings?: string[];
 }
 
 /** One classification decision (`trace: true`). */
@@ -329,12 +421,16 @@ export interface CompressJsonResult {
 
 /**
  * Compresses a conversation: classify, dedup, merge, summarise, size guard (seed 002's pipeline).
+ * With a `summarizer` it returns a Promise (two phases: the texts to summarise, then the
+ * compression with the accepted summaries).
  * @throws {CondenseError}
  */
-export function compress(messages: Message[], options?: CompressOptions | null): CompressResult;
+export function compress(messages: Message[], options: CompressOptions & { summarizer: Summarizer }): Promise<CompressResult>;
+export function compress(messages: Message[], options?: (CompressOptions & { summarizer?: undefined }) | null): CompressResult;
 
-/** compress on JSON text (an array or a request body). @throws {CondenseError} */
-export function compressJson(json: string, options?: CompressOptions | null): CompressJsonResult;
+/** compress on JSON text (an array or a request body); a Promise with a `summarizer`. @throws {CondenseError} */
+export function compressJson(json: string, options: CompressOptions & { summarizer: Summarizer }): Promise<CompressJsonResult>;
+export function compressJson(json: string, options?: (CompressOptions & { summarizer?: undefined }) | null): CompressJsonResult;
 
 /**
  * The original messages back from compress's output and its verbatim map (objects, or JSON text
@@ -654,8 +750,11 @@ export interface WatermarkRequestOptions extends Omit<WatermarkOptions, 'format'
   provider?: Provider;
 }
 
-/** Options of compressRequest: compress's, with `provider` for `format`. */
-export interface CompressRequestOptions extends Omit<CompressOptions, 'format'> {
+/** compress's options in a worker: everything but the callbacks (they cannot be sent to a worker). */
+export type WorkerCompressOptions = Omit<CompressOptions, 'countTokens' | 'summarizer' | 'summarizerConcurrency'>;
+
+/** Options of compressRequest: compress's (synchronous: no `summarizer`), with `provider` for `format`. */
+export interface CompressRequestOptions extends Omit<CompressOptions, 'format' | 'summarizer' | 'summarizerConcurrency'> {
   /** Force a provider's shape instead of detecting it. @default detected */
   provider?: Provider;
 }
@@ -693,7 +792,7 @@ export interface PrepareRequestOptions {
   /** applyWatermark's options, or `false` to skip the step. @default {} */
   watermark?: Omit<WatermarkOptions, 'format'> | false | null;
   /** compress's options, or `false` to skip the step. @default {} */
-  compress?: Omit<CompressOptions, 'format'> | false | null;
+  compress?: Omit<CompressOptions, 'format' | 'summarizer' | 'summarizerConcurrency'> | false | null;
 }
 
 /** What prepareRequest saved, measured on the body's JSON text. */
@@ -805,10 +904,10 @@ export interface CondenseWorker {
   applyWatermarkJson(json: string, state?: WatermarkState | null, options?: WatermarkOptions | null): Promise<WatermarkJsonResult>;
   /** validate in the worker. */
   validate(messages: Message[] | string, options?: ValidateOptions | null): Promise<Validation>;
-  /** compress in the worker. */
-  compress(messages: Message[], options?: CompressOptions | null): Promise<CompressResult>;
-  /** compressJson in the worker. */
-  compressJson(json: string, options?: CompressOptions | null): Promise<CompressJsonResult>;
+  /** compress in the worker (functions do not cross to a worker: no `countTokens` or `summarizer`). */
+  compress(messages: Message[], options?: WorkerCompressOptions | null): Promise<CompressResult>;
+  /** compressJson in the worker (no `countTokens` or `summarizer`). */
+  compressJson(json: string, options?: WorkerCompressOptions | null): Promise<CompressJsonResult>;
   /** uncompress in the worker (objects). */
   uncompress(messages: Message[], verbatim: Record<string, Message[]>): Promise<Message[]>;
   /** uncompress in the worker (JSON text). */

@@ -190,3 +190,32 @@ fn index_then_query_with_per_line_errors() {
     assert_eq!(v[0]["vector"].as_array().map(Vec::len), Some(384));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compress_token_counter_flag() {
+    let line = r#"{"id":"a","messages":[{"role":"user","content":"hello there"}],"options":{"method":"abstractive"}}"#;
+    let out = condense(&["compress", "--token-counter", "estimate"], line);
+    assert!(out.status.success());
+    let got = lines(&out);
+    assert_eq!(got[0]["stats"]["tokensBefore"], 2);
+    // abstractive has no summarizer in the CLI: extractive, with a warning.
+    assert!(got[0]["stats"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("abstractive"));
+    let out = condense(&["compress", "--token-counter", "o200k"], line);
+    assert_eq!(out.status.code(), Some(2));
+    // `model` needs the model (or the embed feature): a usage error naming the way out, or
+    // with the model files present, an exact count.
+    let out = condense(
+        &[
+            "compress",
+            "--token-counter",
+            "model",
+            "--model-dir",
+            "/nonexistent",
+        ],
+        line,
+    );
+    assert!(!out.status.success());
+}

@@ -175,3 +175,60 @@ mod minilm {
         assert_eq!(err.kind(), ErrorKind::InvalidModel);
     }
 }
+
+/// A JS function as the token counter (not `Send`: only possible on wasm32), and both phases of
+/// the summariser protocol: stats in the counter's units, summaries used where shorter, the
+/// round trip exact.
+#[wasm_bindgen_test]
+fn compress_with_a_js_counter_and_summaries() {
+    use condense::compress::{
+        compress_json_in, summary_requests_json, CompressContext, Method, TokenCounter,
+    };
+    use wasm_bindgen::JsValue;
+    struct Js(js_sys::Function);
+    impl TokenCounter for Js {
+        fn count(&self, text: &str) -> Result<usize, condense::Error> {
+            let n = self.0.call1(&JsValue::NULL, &text.into()).expect("counter");
+            Ok(n.as_f64().expect("a number") as usize)
+        }
+    }
+    let counter = Js(js_sys::Function::new_with_args("t", "return [...t].length"));
+    let ctx = CompressContext {
+        counter: Some(&counter),
+        ..CompressContext::default()
+    };
+    let mut accepted = 0;
+    for record in records(SHAREGPT) {
+        let messages = serde_json::to_string(&record["messages"]).unwrap();
+        let chars: usize = record["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| condense::compress::message_text(m).chars().count())
+            .sum();
+        let opts = CompressOptions {
+            method: Method::Abstractive,
+            target_ratio: Some(0.3),
+            ..CompressOptions::default()
+        };
+        let requests = summary_requests_json(&messages, &opts, ctx).expect("requests");
+        let summaries = requests
+            .iter()
+            .map(|r| (r.id.clone(), format!("gist of message {}", r.index)))
+            .collect();
+        let opts = CompressOptions {
+            summaries: Some(summaries),
+            ..opts
+        };
+        let out = compress_json_in(&messages, &opts, ctx).expect("compress");
+        assert_eq!(out.stats.tokens_before, chars);
+        assert_eq!(
+            out.stats.fits,
+            Some(out.stats.tokens_after <= out.stats.budget.unwrap())
+        );
+        accepted += out.stats.summarizer.map_or(0, |s| s.accepted);
+        let back = uncompress_json(&out.json, &out.verbatim).expect("uncompress");
+        assert_eq!(back, messages, "{}", record["id"]);
+    }
+    assert!(accepted > 0);
+}

@@ -51,6 +51,12 @@ mod cli {
             /// With `query`: sentence relevance by cosine with the lexical fallback embedder.
             #[arg(long)]
             lexical: bool,
+            /// Which tokens budgets and stats count: `estimate` (the fast estimator, the
+            /// default) or `model` (the exact count with the model's tokenizer; loads the model
+            /// from --model-dir, `$CONDENSE_MODEL_DIR` or `models/`, which then also serves
+            /// `query`). Sets the `tokenCounter` option of every line.
+            #[arg(long, value_name = "KIND", value_parser = ["estimate", "model"], conflicts_with = "lexical")]
+            token_counter: Option<String>,
         },
         /// Restore compressed conversations.
         /// Lines: {id?, messages, verbatim} → {id, messages}.
@@ -159,8 +165,10 @@ mod cli {
                 options,
                 model_dir,
                 lexical,
+                token_counter,
             } => {
-                let embedder = if lexical || model_dir.is_some() {
+                let model_counter = token_counter.as_deref() == Some("model");
+                let embedder = if lexical || model_dir.is_some() || model_counter {
                     match load_embedder(&ModelArgs { model_dir, lexical }) {
                         Ok(e) => Some(e),
                         Err(e) => return fatal(&e),
@@ -169,7 +177,10 @@ mod cli {
                     None
                 };
                 match parse_object(options.as_deref()) {
-                    Ok(defaults) => {
+                    Ok(mut defaults) => {
+                        if let Some(kind) = token_counter {
+                            defaults.insert("tokenCounter".into(), Value::String(kind));
+                        }
                         match CompressOptions::from_value(&Value::Object(defaults.clone())) {
                             Ok(_) => run(|line| compress(line, &defaults, embedder.as_ref())),
                             Err(e) => return usage(&e),

@@ -2,6 +2,8 @@
 
 use serde_json::value::RawValue;
 
+use super::counter::Tokens;
+use super::method::{Method, LEVELS};
 use super::summarize::Level;
 use super::summarize::Query;
 use super::{CompressOptions, Plan};
@@ -54,13 +56,24 @@ impl Tuning {
 /// oldest messages folded into one summary message. Last, the oldest compressible texts left
 /// are truncated to a preview, as few as needed, and if even that does not fit, every message
 /// but the preserved-role ones is folded.
+///
+/// With `method: "hierarchical"` the fill ratio is not searched: it is the first of the levels
+/// 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn, and a stage is entered only
+/// when its level 12.5% can fit.
 pub(super) fn run(
     raws: &[&RawValue],
     options: &CompressOptions,
     query: &Query,
+    tok: &Tokens<'_>,
 ) -> Result<Plan, Error> {
     let plan = |raws: &[&RawValue], options: &CompressOptions, tuning: Tuning| {
-        super::plan(raws, options, tuning, query)
+        super::plan(raws, options, tuning, query, tok)
+    };
+    let hierarchical = options.method == Method::Hierarchical;
+    let min_ratio = if hierarchical {
+        LEVELS[LEVELS.len() - 1]
+    } else {
+        MIN_RATIO
     };
     let base = Tuning::base(options);
     let first = plan(raws, options, base)?;
@@ -108,7 +121,18 @@ pub(super) fn run(
         // leave it empty — the same recency window, the largest fill ratio that fits (if that
         // keeps more than the default pass).
         let mut best = first;
-        if before > budget {
+        if before > budget && hierarchical {
+            for (k, &ratio) in LEVELS.iter().enumerate() {
+                let mut p = plan(raws, options, at(rw, false, 0, ratio))?;
+                if p.stats.tokens_after <= budget {
+                    if p.stats.tokens_after > best.stats.tokens_after {
+                        p.stats.level = Some(k as u8);
+                        best = p;
+                    }
+                    break;
+                }
+            }
+        } else if before > budget {
             let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
             for _ in 0..SEARCH_STEPS {
                 let mid = (lo + hi) / 2.0;
@@ -141,7 +165,7 @@ pub(super) fn run(
         let mut best = plan(
             raws,
             options,
-            at(recency_window, condense_calls, 0, MIN_RATIO),
+            at(recency_window, condense_calls, 0, min_ratio),
         )?;
         if best.stats.tokens_after > budget {
             if !may_fold {
@@ -150,7 +174,7 @@ pub(super) fn run(
             let most = plan(
                 raws,
                 options,
-                at(recency_window, condense_calls, raws.len(), MIN_RATIO),
+                at(recency_window, condense_calls, raws.len(), min_ratio),
             )?;
             if most.stats.tokens_after > budget {
                 continue;
@@ -162,7 +186,7 @@ pub(super) fn run(
                 let p = plan(
                     raws,
                     options,
-                    at(recency_window, condense_calls, mid, MIN_RATIO),
+                    at(recency_window, condense_calls, mid, min_ratio),
                 )?;
                 if p.stats.tokens_after <= budget {
                     hi = mid;
@@ -172,6 +196,23 @@ pub(super) fn run(
                 }
             }
             fold = hi;
+        }
+        if hierarchical {
+            // The shallowest level that fits (the deepest one does: `best`).
+            best.stats.level = Some((LEVELS.len() - 1) as u8);
+            for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
+                let mut p = plan(
+                    raws,
+                    options,
+                    at(recency_window, condense_calls, fold, ratio),
+                )?;
+                if p.stats.tokens_after <= budget {
+                    p.stats.level = Some(k as u8);
+                    best = p;
+                    break;
+                }
+            }
+            return Ok(fitting(best, stage));
         }
         // The largest ratio that fits: bisection in log space (fitting is close to monotone
         // in the ratio; only fitting plans are kept).

@@ -27,19 +27,31 @@
 //! Query relevance: term overlap, or with [`compress_with`] and an [`Embedder`] the cosine of
 //! the query with each sentence.
 //!
+//! Token counting (`counter.rs`): the estimator by default, the embedder's tokenizer
+//! (`tokenCounter: "model"`) or a caller's [`TokenCounter`] in a [`CompressContext`]; one
+//! counter for the budget, the size guard and every stat. Methods (`method.rs`): extractive,
+//! hierarchical, and the summariser protocol of abstractive and hybrid ([`method`]).
+//!
 //! Not built yet (issue 5 continues): the incremental cache and prefix-stable mode,
-//! importance scoring, contradiction detection, `prepareContext`, LLM summarisers.
+//! importance scoring, contradiction detection, `prepareContext`.
 
 mod budget;
+mod counter;
 mod dedup;
 mod json;
+pub mod method;
 mod options;
 pub mod summarize;
 mod uncompress;
 
 use budget::{run, Tuning};
+use counter::Tokens;
 use summarize::Query;
 
+#[cfg(feature = "embed")]
+pub use counter::ModelCounter;
+pub use counter::{bad_count, Estimator, MaybeSendSync, TokenCounter, TokenCounterKind};
+pub use method::{Method, Summarizer, SummarizerStats, SummaryRequest};
 pub use options::CompressOptions;
 pub use uncompress::{uncompress, uncompress_json};
 
@@ -54,7 +66,7 @@ use crate::error::{join_index, Error, ErrorKind};
 use crate::message::{
     raw_texts, resolve_format, views_from_raws, BlockKind, Format, RawDocument, Role,
 };
-use crate::text::{detect, estimate_tokens, fences, hash, keys, sentences};
+use crate::text::{detect, fences, hash, keys, sentences};
 
 /// What `compress` did, in counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -64,9 +76,10 @@ pub struct CompressStats {
     pub messages_before: usize,
     /// Messages in the output.
     pub messages_after: usize,
-    /// Estimated tokens of the messages' text before (see [`message_text`]).
+    /// Tokens of the messages' text before (see [`message_text`]), in the call's counter
+    /// (the estimator unless `tokenCounter` or a caller's counter says otherwise).
     pub tokens_before: usize,
-    /// Estimated tokens after.
+    /// Tokens after, in the same counter.
     pub tokens_after: usize,
     /// `tokens_before / tokens_after` (1 when nothing changed).
     pub ratio: f64,
@@ -94,6 +107,17 @@ pub struct CompressStats {
     pub fits: Option<bool>,
     /// How far the budget loop escalated (0: the default pass was enough).
     pub escalation: usize,
+    /// With `method: "hierarchical"` under a budget: the level every compressible text was
+    /// summarised at (0: 50%, 1: 25%, 2: 12.5% of its size); absent when the default pass
+    /// was used or the budget needed more than level 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    /// With `method` `abstractive` or `hybrid` and summaries: what became of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<SummarizerStats>,
+    /// What the caller should know (a method that fell back, a summariser that failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One classification decision (with `trace: true`).
@@ -136,6 +160,30 @@ pub struct CompressJsonOutput {
     pub trace: Option<Vec<Decision>>,
 }
 
+/// What a call may use besides its options: an embedder (query relevance, and its tokenizer
+/// for `tokenCounter: "model"`), a caller's token counter, a summariser (`abstractive`,
+/// `hybrid`). The default is none of them.
+#[derive(Clone, Copy, Default)]
+pub struct CompressContext<'a> {
+    /// The embedder for `options.query` (see [`compress_with`]) and `tokenCounter: "model"`.
+    pub embedder: Option<&'a Embedder>,
+    /// A caller's token counter: budgets, `minTokens` and stats in its tokens (memoised per
+    /// call). Giving one together with `tokenCounter: "model"` is an error.
+    pub counter: Option<&'a dyn TokenCounter>,
+    /// The summariser of `abstractive` and `hybrid` (both phases run within the call).
+    pub summarizer: Option<&'a dyn Summarizer>,
+}
+
+impl std::fmt::Debug for CompressContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompressContext")
+            .field("embedder", &self.embedder.map(Embedder::kind))
+            .field("counter", &self.counter.is_some())
+            .field("summarizer", &self.summarizer.is_some())
+            .finish()
+    }
+}
+
 /// Compresses an array of messages.
 pub fn compress(messages: &[Value], options: &CompressOptions) -> Result<CompressOutput, Error> {
     compress_with(messages, options, None)
@@ -153,10 +201,33 @@ pub fn compress_with(
     options: &CompressOptions,
     embedder: Option<&Embedder>,
 ) -> Result<CompressOutput, Error> {
+    compress_in(
+        messages,
+        options,
+        CompressContext {
+            embedder,
+            ..CompressContext::default()
+        },
+    )
+}
+
+/// [`compress`] with a [`CompressContext`]: an embedder, a caller's token counter, a
+/// summariser.
+///
+/// # Errors
+/// As [`compress`]; `invalid_options` at `options.tokenCounter` for `"model"` without an
+/// embedder that has a tokenizer (or with a caller's counter too); a counter's own error.
+pub fn compress_in(
+    messages: &[Value],
+    options: &CompressOptions,
+    ctx: CompressContext<'_>,
+) -> Result<CompressOutput, Error> {
     let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
-    let query = build_query(&raws, options, embedder)?;
-    let plan = run(&raws, options, &query)?;
+    let query = build_query(&raws, options, ctx.embedder)?;
+    let plan = with_tokens(options, &ctx, |tok| {
+        run_all(&raws, options, &query, tok, ctx.summarizer)
+    })?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
             .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))
@@ -198,9 +269,30 @@ pub fn compress_json_with(
     options: &CompressOptions,
     embedder: Option<&Embedder>,
 ) -> Result<CompressJsonOutput, Error> {
+    compress_json_in(
+        json,
+        options,
+        CompressContext {
+            embedder,
+            ..CompressContext::default()
+        },
+    )
+}
+
+/// [`compress_json`] with a [`CompressContext`] (see [`compress_in`]).
+///
+/// # Errors
+/// As [`compress_in`].
+pub fn compress_json_in(
+    json: &str,
+    options: &CompressOptions,
+    ctx: CompressContext<'_>,
+) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
-    let query = build_query(&doc.messages, options, embedder)?;
-    let plan = run(&doc.messages, options, &query)?;
+    let query = build_query(&doc.messages, options, ctx.embedder)?;
+    let plan = with_tokens(options, &ctx, |tok| {
+        run_all(&doc.messages, options, &query, tok, ctx.summarizer)
+    })?;
     let text = doc.write_messages(
         json.len(),
         plan.messages.iter().map(|p| match p {
@@ -230,6 +322,119 @@ pub fn compress_json_with(
         stats: plan.stats,
         trace: plan.trace,
     })
+}
+
+/// Phase 1 of the summariser protocol ([`method`]): the texts the pipeline summarises with
+/// these options (budget included), one [`SummaryRequest`] each, in message order. Empty unless
+/// `options.method` is `abstractive` or `hybrid`; `options.summaries` is ignored.
+///
+/// # Errors
+/// As [`compress_json_in`].
+pub fn summary_requests_json(
+    json: &str,
+    options: &CompressOptions,
+    ctx: CompressContext<'_>,
+) -> Result<Vec<SummaryRequest>, Error> {
+    let doc = RawDocument::parse(json)?;
+    let query = build_query(&doc.messages, options, ctx.embedder)?;
+    let options = CompressOptions {
+        summaries: None,
+        ..options.clone()
+    };
+    with_tokens(&options, &ctx, |tok| {
+        run(&doc.messages, &options, &query, tok).map(|p| p.requests)
+    })
+}
+
+/// Runs `f` with the call's counter: the caller's, the model's tokenizer, or the estimator.
+/// A counter's error wins over `f`'s result.
+fn with_tokens<R>(
+    options: &CompressOptions,
+    ctx: &CompressContext<'_>,
+    f: impl FnOnce(&Tokens<'_>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let path = "options.tokenCounter";
+    #[cfg(feature = "embed")]
+    let model;
+    let counter: Option<&dyn TokenCounter> = match (ctx.counter, options.token_counter) {
+        (Some(c), TokenCounterKind::Estimate) => Some(c),
+        (Some(_), TokenCounterKind::Model) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOptions,
+                path,
+                "\"model\" and a caller's counter (countTokens) were both given: give one",
+            ))
+        }
+        (None, TokenCounterKind::Estimate) => None,
+        (None, TokenCounterKind::Model) => {
+            #[cfg(feature = "embed")]
+            {
+                match ctx.embedder.and_then(Embedder::tokenizer) {
+                    Some(t) => {
+                        model = ModelCounter(t);
+                        Some(&model as &dyn TokenCounter)
+                    }
+                    None => return Err(no_model_tokenizer(path)),
+                }
+            }
+            #[cfg(not(feature = "embed"))]
+            return Err(no_model_tokenizer(path));
+        }
+    };
+    let tok = Tokens::new(counter);
+    let result = f(&tok);
+    tok.check()?;
+    result
+}
+
+fn no_model_tokenizer(path: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidOptions,
+        path,
+        "\"model\" needs an embedder with a tokenizer (loadEmbedder(), --model-dir); the lexical \
+         embedder has none",
+    )
+}
+
+/// The pipeline with the budget loop; with a native summariser, both phases of the protocol.
+fn run_all(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    query: &Query,
+    tok: &Tokens<'_>,
+    summarizer: Option<&dyn Summarizer>,
+) -> Result<Plan, Error> {
+    let Some(summarizer) = summarizer.filter(|_| options.method.is_abstractive()) else {
+        return run(raws, options, query, tok);
+    };
+    let phase1 = CompressOptions {
+        summaries: None,
+        ..options.clone()
+    };
+    let requests = run(raws, &phase1, query, tok)?.requests;
+    let mut summaries = options.summaries.clone().unwrap_or_default();
+    let mut failures = Vec::new();
+    for r in &requests {
+        if summaries.contains_key(&r.id) {
+            continue;
+        }
+        match summarizer.summarize(r) {
+            Ok(text) => {
+                summaries.insert(r.id.clone(), text);
+            }
+            Err(e) => failures.push(format!("summarizer failed for {}: {e}", r.id)),
+        }
+    }
+    let phase2 = CompressOptions {
+        summaries: Some(summaries),
+        ..options.clone()
+    };
+    let mut plan = run(raws, &phase2, query, tok)?;
+    let stats = plan.stats.summarizer.get_or_insert_with(Default::default);
+    stats.requested = requests.len();
+    stats.failed = failures.len();
+    plan.stats.warnings.extend(failures);
+    Ok(plan)
 }
 
 /// The text of a message as the budget counts it: string content; text, thinking, tool_use
@@ -308,6 +513,8 @@ struct Plan {
     verbatim: BTreeMap<String, Vec<usize>>,
     stats: CompressStats,
     trace: Option<Vec<Decision>>,
+    /// The summariser's requests (`abstractive` / `hybrid`).
+    requests: Vec<SummaryRequest>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,6 +546,7 @@ fn plan(
     options: &CompressOptions,
     tuning: Tuning,
     terms: &Query,
+    tok: &Tokens<'_>,
 ) -> Result<Plan, Error> {
     let views = views_from_raws(raws)?;
     let format = resolve_format(&views, options.format)?;
@@ -607,6 +815,11 @@ fn plan(
     };
     let mut out: Vec<Out> = Vec::with_capacity(n);
     let mut verbatim: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut abstractive = Abstractive {
+        method: options.method,
+        summaries: options.summaries.as_ref(),
+        requests: Vec::new(),
+    };
     let name = |i: usize| -> String {
         match values[i].get("id").and_then(Value::as_str) {
             Some(id) => id.to_string(),
@@ -641,8 +854,8 @@ fn plan(
             } else {
                 format!("[summary#{id}: {count} messages folded | {body}]")
             };
-            let before: usize = texts_tokens(fold.clone().map(|g| &values[g]));
-            if estimate_tokens(&text) >= before {
+            let before: usize = texts_tokens(fold.clone().map(|g| &values[g]), tok);
+            if tok.count(&text) >= before {
                 // Size guard: the run stays as it is.
                 for g in fold.clone() {
                     decide(g, None, "preserved", "fold not shorter".into());
@@ -686,12 +899,27 @@ fn plan(
             } else {
                 summarize::prose(&joined, level, terms)
             };
-            let marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
+            let mut marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
                 .iter()
-                .map(|g| estimate_tokens(&message_text(&values[*g])))
+                .map(|g| tok.count(&message_text(&values[*g])))
                 .sum();
-            if estimate_tokens(&marker) < before {
+            if tok.count(&marker) < before {
+                let n = group.len();
+                if let Some(m) = abstractive.take(
+                    &joined,
+                    &body,
+                    &marker,
+                    (i, None, views[i].role.as_ref(), "merged"),
+                    (
+                        &|s: &str| format!("[summary#{id}: {s} ({n} messages merged)]"),
+                        before,
+                    ),
+                    tok,
+                    &mut stats,
+                ) {
+                    marker = m;
+                }
                 let mut msg = values[i].clone();
                 if let Some(obj) = msg.as_object_mut() {
                     obj.insert("content".into(), Value::String(marker));
@@ -743,27 +971,50 @@ fn plan(
                         None => format!("[dup#{id}: same as {} — {size} chars]", name(of)),
                         Some(s) => format!("[dup#{id}: ~{s}% like {} — {size} chars]", name(of)),
                     };
-                    Some((text, "deduped", format!("duplicate of message {of}")))
+                    Some((text, "deduped", format!("duplicate of message {of}"), None))
                 }
                 Some(Fate::Replace { body, action }) => {
                     let text = format!("[summary#{id}: {body}]");
-                    Some((text, action, "compressed".to_string()))
+                    Some((text, action, "compressed".to_string(), Some(body)))
                 }
                 Some(Fate::Truncate) => {
                     let size = unit.text.chars().count();
                     let preview = summarize::cut_at_word(unit.text.trim(), 60);
                     let text = format!("[truncated#{id} — {size} chars: {preview}]");
-                    Some((text, "truncated", "token budget".to_string()))
+                    Some((text, "truncated", "token budget".to_string(), None))
                 }
                 None => None,
             };
-            let Some((text, action, reason)) = replacement else {
+            let Some((mut text, action, mut reason, body)) = replacement else {
                 continue;
             };
             // Size guard: only when shorter in tokens.
-            if estimate_tokens(&text) >= estimate_tokens(&unit.text) {
+            if tok.count(&text) >= tok.count(&unit.text) {
                 decide(i, unit.block, "preserved", "summary not shorter".into());
                 continue;
+            }
+            if let Some(body) = body.filter(|_| action == "summarized") {
+                let kind = match unit.kind {
+                    UnitKind::Prose => Some("prose"),
+                    UnitKind::ToolOutput => plain_tool_output(&unit.text).then_some("tool_output"),
+                };
+                if let Some(kind) = kind {
+                    if let Some(m) = abstractive.take(
+                        &unit.text,
+                        &body,
+                        &text,
+                        (i, unit.block, views[i].role.as_ref(), kind),
+                        (
+                            &|s: &str| format!("[summary#{id}: {s}]"),
+                            tok.count(&unit.text),
+                        ),
+                        tok,
+                        &mut stats,
+                    ) {
+                        text = m;
+                        reason = "compressed by the summarizer".into();
+                    }
+                }
             }
             set_unit_text(&mut msg, unit, text);
             changed = true;
@@ -775,7 +1026,7 @@ fn plan(
             }
             decide(i, unit.block, action, reason);
         }
-        if condense[i] && condense_calls(&mut msg, &id) {
+        if condense[i] && condense_calls(&mut msg, &id, tok) {
             changed = true;
             stats.condensed_calls += 1;
             decide(
@@ -796,19 +1047,21 @@ fn plan(
     }
 
     stats.messages_after = out.len();
-    stats.tokens_before = values
-        .iter()
-        .map(|v| estimate_tokens(&message_text(v)))
-        .sum();
+    stats.tokens_before = values.iter().map(|v| tok.count(&message_text(v))).sum();
     stats.tokens_after = out
         .iter()
         .map(|o| match o {
-            Out::Keep(i) => estimate_tokens(&message_text(&values[*i])),
+            Out::Keep(i) => tok.count(&message_text(&values[*i])),
             Out::New(t) => serde_json::from_str::<Value>(t)
-                .map(|v| estimate_tokens(&message_text(&v)))
+                .map(|v| tok.count(&message_text(&v)))
                 .unwrap_or(0),
         })
         .sum();
+    if options.method.is_abstractive() && options.summaries.is_none() {
+        stats
+            .warnings
+            .push(method::no_summarizer_warning(options.method));
+    }
     stats.ratio = if stats.tokens_after == 0 {
         1.0
     } else {
@@ -820,7 +1073,74 @@ fn plan(
         verbatim,
         stats,
         trace: options.trace.then_some(trace),
+        requests: abstractive.requests,
     })
+}
+
+/// Tool output the summariser may rewrite: plain text (not JSON, not line-structured output,
+/// whose deterministic summaries keep every path and status line).
+fn plain_tool_output(text: &str) -> bool {
+    !matches!(
+        serde_json::from_str::<Value>(text),
+        Ok(Value::Object(_) | Value::Array(_))
+    ) && !detect::is_structured(text)
+}
+
+/// The summariser's part of one pass (`abstractive` / `hybrid`): the requests it records and
+/// the summaries it uses.
+struct Abstractive<'o> {
+    method: Method,
+    summaries: Option<&'o method::Summaries>,
+    requests: Vec<SummaryRequest>,
+}
+
+impl Abstractive<'_> {
+    /// Records the request for a text the pass summarises (`original`, summarised as `body`
+    /// in `marker`), and returns the marker of the caller's summary of it (`wrap(summary)`)
+    /// when there is one that is non-empty and whose marker is shorter than `bound` (the
+    /// tokens of what it replaces: the size guard), counting it in `stats.summarizer`.
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        original: &str,
+        body: &str,
+        marker: &str,
+        (index, block, role, kind): (usize, Option<usize>, &str, &str),
+        (wrap, bound): (&dyn Fn(&str) -> String, usize),
+        tok: &Tokens<'_>,
+        stats: &mut CompressStats,
+    ) -> Option<String> {
+        if !self.method.is_abstractive() {
+            return None;
+        }
+        let id = method::request_id(original);
+        let original_tokens = tok.count(original);
+        let given = self.summaries.map(|m| m.get(&id));
+        self.requests.push(SummaryRequest {
+            text: if self.method == Method::Hybrid {
+                body.to_string()
+            } else {
+                original.to_string()
+            },
+            id,
+            target_tokens: tok.count(marker).min(original_tokens),
+            original_tokens,
+            role: role.to_string(),
+            kind: kind.to_string(),
+            index,
+            block,
+        });
+        let s = given??.trim();
+        let counts = stats.summarizer.get_or_insert_with(Default::default);
+        let wrapped = wrap(s);
+        if !s.is_empty() && tok.count(&wrapped) < bound {
+            counts.accepted += 1;
+            Some(wrapped)
+        } else {
+            counts.rejected += 1;
+            None
+        }
+    }
 }
 
 /// The tool output texts of a message: a tool message's content, tool_result contents.
@@ -928,8 +1248,8 @@ fn fill_prose(
 }
 
 /// Estimated tokens of messages' texts.
-fn texts_tokens<'a>(messages: impl Iterator<Item = &'a Value>) -> usize {
-    messages.map(|m| estimate_tokens(&message_text(m))).sum()
+fn texts_tokens<'a>(messages: impl Iterator<Item = &'a Value>, tok: &Tokens<'_>) -> usize {
+    messages.map(|m| tok.count(&message_text(m))).sum()
 }
 
 /// The argument object of a condensed tool call.
@@ -940,9 +1260,9 @@ fn condensed_args(id: &str) -> String {
 /// Condenses the arguments of a message's tool calls (OpenAI `tool_calls[].function.arguments`,
 /// Anthropic `tool_use.input`) to a reference to `verbatim`, where that is shorter; ids, names
 /// and the call/result pairing stay. Whether anything changed.
-fn condense_calls(msg: &mut Value, id: &str) -> bool {
+fn condense_calls(msg: &mut Value, id: &str, tok: &Tokens<'_>) -> bool {
     let new_args = condensed_args(id);
-    let new_tokens = estimate_tokens(&new_args);
+    let new_tokens = tok.count(&new_args);
     let mut changed = false;
     if let Some(Value::Array(calls)) = msg.get_mut("tool_calls") {
         for call in calls {
@@ -950,7 +1270,7 @@ fn condense_calls(msg: &mut Value, id: &str) -> bool {
                 .get_mut("function")
                 .and_then(|f| f.get_mut("arguments"))
             {
-                if new_tokens < estimate_tokens(args) {
+                if new_tokens < tok.count(args) {
                     *args = new_args.clone();
                     changed = true;
                 }
@@ -965,7 +1285,7 @@ fn condense_calls(msg: &mut Value, id: &str) -> bool {
             let Some(input) = block.get_mut("input") else {
                 continue;
             };
-            if new_tokens < estimate_tokens(&input.to_string()) {
+            if new_tokens < tok.count(&input.to_string()) {
                 let mut obj = serde_json::Map::new();
                 obj.insert("_condensed".into(), Value::String(format!("[call#{id}]")));
                 *input = Value::Object(obj);

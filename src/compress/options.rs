@@ -3,6 +3,8 @@
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use super::counter::TokenCounterKind;
+use super::method::{Method, Summaries};
 use crate::error::{read_json, read_value, Error, ErrorKind};
 use crate::message::Format;
 
@@ -32,8 +34,9 @@ pub struct CompressOptions {
     /// Keep every number of tool output (long numeric arrays are otherwise summarised by
     /// count, range, first and last values). Default false.
     pub preserve_numbers: bool,
-    /// A token budget the result must meet (estimated tokens of the messages' text, see
-    /// `text::tokens`): the pipeline escalates until it fits or nothing compressible is left,
+    /// A token budget the result must meet (tokens of the messages' text in the call's
+    /// counter: the estimate of `text::tokens` unless `tokenCounter` or a caller's counter
+    /// says otherwise): the pipeline escalates until it fits or nothing compressible is left,
     /// and `stats.fits` tells which. The budget is used, not just met: every compressible
     /// text gets the same, largest share of its size that fits (key tokens first listed within
     /// it), also when the default pass alone would fit with room to spare. The last steps
@@ -49,6 +52,18 @@ pub struct CompressOptions {
     pub trace: bool,
     /// Force a provider's shape instead of detecting it.
     pub format: Option<Format>,
+    /// Which tokens budgets, `minTokens` and stats count: `estimate` (the fast estimator,
+    /// fitted to o200k and erring high) or `model` (the embedder's tokenizer, exact in it;
+    /// needs an embedder with a tokenizer). A caller's counter (JS `countTokens`,
+    /// [`super::TokenCounter`]) takes precedence over both. Default `estimate`.
+    pub token_counter: TokenCounterKind,
+    /// How texts are summarised: `extractive`, `abstractive`, `hybrid` or `hierarchical`
+    /// (see [`super::method`]). Default `extractive`.
+    pub method: Method,
+    /// Summaries from a summariser, by request id (phase 2 of the `abstractive` / `hybrid`
+    /// protocol, see [`super::method`]): each used in place of the deterministic summary when
+    /// non-empty and shorter than the original. Default none.
+    pub summaries: Option<Summaries>,
 }
 
 impl Default for CompressOptions {
@@ -69,6 +84,9 @@ impl Default for CompressOptions {
             min_tokens: 0,
             trace: false,
             format: None,
+            token_counter: TokenCounterKind::Estimate,
+            method: Method::Extractive,
+            summaries: None,
         }
     }
 }

@@ -274,6 +274,27 @@ impl WordPiece {
         self.encode(text).len()
     }
 
+    /// Number of word pieces of the whole of `text`: no `[CLS]`/`[SEP]`, no truncation (the
+    /// exact count `compress` uses with `tokenCounter: "model"`).
+    ///
+    /// ```no_run
+    /// # let json = std::fs::read("models/tokenizer.json")?;
+    /// let t = condense::embed::tokenizer::WordPiece::from_json(&json, Default::default())?;
+    /// assert_eq!(t.count_pieces("hello world"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn count_pieces(&self, text: &str) -> usize {
+        let mut count = 0;
+        let mut ids = Vec::new();
+        let mut state = Scratch::default();
+        for chunk in chunks(text, CHUNK_BYTES) {
+            self.encode_chunk(chunk, &mut ids, usize::MAX, &mut state);
+            count += ids.len();
+            ids.clear();
+        }
+        count
+    }
+
     fn encode_chunk(&self, chunk: &str, ids: &mut Vec<u32>, limit: usize, s: &mut Scratch) {
         let mut rest = chunk;
         while !rest.is_empty() && ids.len() < limit {

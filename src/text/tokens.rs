@@ -12,10 +12,14 @@
 //! - any other ASCII character 1, any other character 1 (2 outside the Basic Multilingual
 //!   Plane: emoji).
 //!
-//! Measured against o200k on the dev conversations (sharegpt, tool sessions in both shapes,
-//! whole conversations before and after `compress`, 460 texts): 0.95× to 1.52× the o200k count,
-//! median 1.27×, under 1.0 only on a few compressed outputs dense with hex ids. Budgets keep a
-//! margin for that. Callers who budget in another tokenizer pass their own counter.
+//! Measured against o200k (gpt-tokenizer 4.0.0) on the dev conversations with
+//! `bench/token_error.mjs` (sharegpt and tool sessions in both shapes, 230 conversations):
+//! whole conversations 1.02× to 1.52× the o200k count (median 1.28×); after `compress`
+//! 0.95× to 1.52×, under 1.0 on 2 of 230 (compressed tool sessions dense with ids); after
+//! `targetRatio: 0.25` one of the 230 results the estimate says fits is over the budget in
+//! o200k tokens. Single message texts: 0.67× to 2.14× (median 1.28×; 30 of 2834 under 1.0,
+//! short texts of rare words). Callers who need a hard limit in a tokenizer pass their own
+//! counter (`compress::TokenCounter`, JS `countTokens`).
 
 /// Estimates the number of tokens of `text` (see the module docs).
 ///

@@ -9,7 +9,10 @@ use js_sys::{Array, Object, Reflect, JSON};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::compress::{compress_json_with, uncompress_json, CompressOptions};
+use crate::compress::{
+    bad_count, compress_json_in, compress_json_with, summary_requests_json, uncompress_json,
+    CompressContext, CompressOptions, TokenCounter,
+};
 use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, ValidateOptions};
@@ -342,6 +345,135 @@ fn compress_json_value(
             },
         ),
     ])
+}
+
+/// A JS function `(text) => number` as a token counter (`options.countTokens`): a throw, or
+/// anything but a non-negative integer, is an `invalid_options` error at `options.countTokens`.
+struct JsCounter(js_sys::Function);
+
+impl TokenCounter for JsCounter {
+    fn count(&self, text: &str) -> Result<usize, Error> {
+        let path = "options.countTokens";
+        let r = self.0.call1(&JsValue::NULL, &text.into()).map_err(|e| {
+            let why = Reflect::get(&e, &"message".into())
+                .ok()
+                .and_then(|m| m.as_string())
+                .or_else(|| e.as_string())
+                .unwrap_or_else(|| "an exception".into());
+            Error::new(
+                ErrorKind::InvalidOptions,
+                path,
+                format!("the counter threw: {why}"),
+            )
+        })?;
+        let Some(n) = r.as_f64() else {
+            let what = r.js_typeof().as_string().unwrap_or_default();
+            return Err(bad_count(path, &format!("a value of type {what}")));
+        };
+        if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0) {
+            return Err(bad_count(path, &format!("{n}")));
+        }
+        Ok(n as usize)
+    }
+}
+
+/// The context of a call from the JS entry: an embedder and a counter, both optional.
+fn context<'a>(
+    embedder: Option<&'a retrieve::WasmEmbedder>,
+    counter: Option<&'a JsCounter>,
+) -> CompressContext<'a> {
+    CompressContext {
+        embedder: embedder.map(|e| e.embedder()),
+        counter: counter.map(|c| c as &dyn TokenCounter),
+        summarizer: None,
+    }
+}
+
+/// `compressWith(messages, options, embedder, useEmbedder, countTokens?)`: `compress` with
+/// the embedder when `useEmbedder` (query relevance, `tokenCounter: "model"`; wasm-bindgen
+/// takes no optional borrowed class) and an optional token counter `(text) => number`
+/// (memoised per call).
+#[wasm_bindgen(js_name = compressWith)]
+pub fn compress_with_context(
+    messages: JsValue,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    if !Array::is_array(&messages) {
+        return Err(js_error(Error::new(
+            ErrorKind::InvalidInput,
+            "messages",
+            "expected an array of messages",
+        )));
+    }
+    let json = stringify(&messages, "messages")?;
+    let out = compress_json_context(&json, options, embedder, use_embedder, count_tokens)?;
+    result_object(&[
+        ("messages", JSON::parse(&out.json)?),
+        ("verbatim", JSON::parse(&out.verbatim)?),
+        ("stats", to_js(&out.stats)?),
+        ("trace", trace_js(&out.trace)?),
+    ])
+}
+
+/// `compressJsonWith(json, options, embedder, useEmbedder, countTokens?)`: `compressJson` with the
+/// optional embedder and counter of `compressWith`.
+#[wasm_bindgen(js_name = compressJsonWith)]
+pub fn compress_json_with_context(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    let out = compress_json_context(json, options, embedder, use_embedder, count_tokens)?;
+    result_object(&[
+        ("json", out.json.into()),
+        ("verbatim", out.verbatim.into()),
+        ("stats", to_js(&out.stats)?),
+        ("trace", trace_js(&out.trace)?),
+    ])
+}
+
+fn compress_json_context(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<crate::compress::CompressJsonOutput, JsValue> {
+    let options = read_compress_options(&options)?;
+    let counter = count_tokens.map(JsCounter);
+    let embedder = use_embedder.then_some(embedder);
+    compress_json_in(json, &options, context(embedder, counter.as_ref())).map_err(js_error)
+}
+
+/// `compressSummaryRequests(json, options, embedder, useEmbedder, countTokens?)`: phase 1 of the
+/// summariser protocol (`method` `abstractive` / `hybrid`): the texts the pipeline summarises,
+/// `[{id, text, targetTokens, originalTokens, role, kind, index, block?}]`.
+#[wasm_bindgen(js_name = compressSummaryRequests)]
+pub fn compress_summary_requests(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    let options = read_compress_options(&options)?;
+    let counter = count_tokens.map(JsCounter);
+    let embedder = use_embedder.then_some(embedder);
+    let requests = summary_requests_json(json, &options, context(embedder, counter.as_ref()))
+        .map_err(js_error)?;
+    to_js(&requests)
+}
+
+fn trace_js(trace: &Option<Vec<crate::compress::Decision>>) -> Result<JsValue, JsValue> {
+    match trace {
+        Some(t) => to_js(t),
+        None => Ok(JsValue::UNDEFINED),
+    }
 }
 
 /// `uncompress(messages, verbatim)`: the original messages back.

@@ -183,3 +183,24 @@ test('compress: query relevance with an embedder (lexical and MiniLM), and a bad
   assert.deepEqual(JSON.parse(viaJson.json), lexical.messages);
   assert.throws(() => compress(messages, { ...options, embedder: {} }), (e) => e.code === 'invalid_options' && e.path === 'options.embedder');
 });
+
+test('compress with tokenCounter "model": budgets and stats in MiniLM word pieces', async () => {
+  const { compress, uncompress } = await import(new URL('pkg/node.js', root).href);
+  const embedder = await minilm();
+  const messages = [
+    { role: 'user', content: 'hello world '.repeat(100) },
+    { role: 'assistant', content: 'ok then' },
+  ];
+  // The whole text, past the model's 256-token truncation, without [CLS]/[SEP].
+  assert.equal(compress(messages, { tokenCounter: 'model', embedder }).stats.tokensBefore, 202);
+  const long = [
+    { role: 'user', content: 'The internationalization of parseConfigFile failed at src/config.rs:42. '.repeat(30) },
+    { role: 'assistant', content: 'Retrying with RUST_LOG=debug and the 3 flaky tests skipped. '.repeat(30) },
+    { role: 'user', content: 'ok' },
+  ];
+  const exact = compress(long, { tokenCounter: 'model', embedder, targetRatio: 0.3 });
+  const estimated = compress(long, { targetRatio: 0.3 });
+  assert.notEqual(exact.stats.tokensBefore, estimated.stats.tokensBefore);
+  assert.equal(exact.stats.fits, exact.stats.tokensAfter <= exact.stats.budget);
+  assert.deepEqual(uncompress(exact.messages, exact.verbatim), long);
+});

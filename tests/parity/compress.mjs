@@ -15,13 +15,24 @@ if (!pkgDir || !binary || fixtures.length === 0) {
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 
-const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 }];
+const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 },
+  { method: 'hierarchical', targetRatio: 0.3 }];
 const cases = [];
 for (const file of fixtures) {
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
     const record = JSON.parse(line);
     OPTION_SETS.forEach((options, k) => cases.push({ id: `${record.id}#${k}`, messages: record.messages, options }));
+    // Phase 2 of the summariser protocol: the same summaries (from a summarizer run in wasm)
+    // must give the same bytes natively.
+    for (const method of ['abstractive', 'hybrid']) {
+      const summaries = {};
+      await condense.compress(record.messages, {
+        method, targetRatio: 0.4,
+        summarizer: (text, r) => { summaries[r.id] = r.index % 2 ? `gist of ${r.index}` : text.slice(0, 40); return summaries[r.id]; },
+      });
+      cases.push({ id: `${record.id}#${method}`, messages: record.messages, options: { method, targetRatio: 0.4, summaries } });
+    }
   }
 }
 const input = cases.map((c) => JSON.stringify({ id: c.id, messages: c.messages, options: c.options })).join('\n') + '\n';

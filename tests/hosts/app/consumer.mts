@@ -14,6 +14,7 @@ import type {
   Candidate, WatermarkRequestOptions, CompressRequestOptions, WatermarkRequestResult,
   CompressRequestResult, PrepareRequestOptions, PrepareRequestResult, Savings, WorkerOptions,
   CondenseWorker, WorkerIndex, WorkerEmbedder, LoadEmbedderOptions, LoadProgress,
+  TokenCounterKind, CompressMethod, SummaryRequest, Summarizer, SummarizerStats, WorkerCompressOptions,
 } from 'condense-ctx';
 import { init, CondenseError as ManualError } from 'condense-ctx/manual';
 import type { InitOptions, Condense } from 'condense-ctx/manual';
@@ -72,20 +73,41 @@ const violation = (x: Violation): string => {
 read(vCovered, v.valid, v.format, v.violations.map(violation), validate('[]'));
 
 // ------------------------------------------------------------------ compress
-const compressOptions: Required<CompressOptions> = {
+const counterKind: TokenCounterKind = 'estimate';
+const method: CompressMethod = 'hierarchical';
+const workerCompressOptions: Required<WorkerCompressOptions> = {
   preserveRoles: ['system'], recencyWindow: 2, minChars: 80, dedup: true, fuzzyDedup: true, fuzzyThreshold: 0.9,
   preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
   targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
+  tokenCounter: counterKind, method, summaries: { abc: 'a summary' },
 };
-const c: CompressResult = compress(messages, compressOptions);
+const summarizer: Summarizer = async (text: string, r: SummaryRequest): Promise<string> => {
+  const covered: Covers<SummaryRequest, 'id' | 'targetTokens' | 'originalTokens' | 'role' | 'kind' | 'index' | 'block'
+    | 'method' | 'query'> = true;
+  return `${covered}${text.slice(0, r.targetTokens)}${r.id}${r.originalTokens}${r.role}${r.kind}${r.index}${r.block ?? ''}${r.method ?? ''}${r.query ?? ''}`;
+};
+// Every option; with a summarizer compress returns a Promise.
+const compressOptions: Required<CompressOptions> = {
+  ...workerCompressOptions, method: 'abstractive', countTokens: (text: string) => text.length, summarizer,
+  summarizerConcurrency: 2,
+};
+const pending: Promise<CompressResult> = compress(messages, compressOptions);
+const pendingJson: Promise<CompressJsonResult> = compressJson('[]', { method: 'hybrid', summarizer });
+const summarizerStats = (s?: SummarizerStats): number => {
+  const covered: Covers<SummarizerStats, 'requested' | 'accepted' | 'rejected' | 'failed'> = true;
+  return read(covered, s === undefined ? 0 : s.requested + s.accepted + s.rejected + s.failed);
+};
+read(pending.then((r) => summarizerStats(r.stats.summarizer)), pendingJson.then((r) => r.stats.warnings));
+const c: CompressResult = compress(messages, { ...workerCompressOptions, countTokens: (text: string) => text.length });
 const cCovered: Covers<CompressResult, 'messages' | 'verbatim' | 'stats' | 'trace'> = true;
 function statsOfCompress(s: CompressStats): number {
   const covered: Covers<CompressStats, 'messagesBefore' | 'messagesAfter' | 'tokensBefore' | 'tokensAfter' | 'ratio' | 'preserved'
     | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
-    | 'escalation'> = true;
+    | 'escalation' | 'level' | 'summarizer' | 'warnings'> = true;
   const budget: number | null = s.budget;
   const fits: boolean | null = s.fits;
-  return read(covered, budget, fits, s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
+  const warnings: string[] | undefined = s.warnings;
+  return read(covered, budget, fits, warnings, s.level, summarizerStats(s.summarizer), s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
     + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.condensedCalls + s.folded + s.escalation);
 }
 const decision = (d: Decision): string => {
@@ -180,6 +202,7 @@ const crOptions: Required<CompressRequestOptions> = {
   preserveRoles: ['system'], recencyWindow: 4, minChars: 120, dedup: true, fuzzyDedup: false, fuzzyThreshold: 0.85,
   preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, tokenBudget: null, targetRatio: 0.5,
   minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
+  tokenCounter: 'estimate', countTokens: (text: string) => text.length, method: 'extractive', summaries: null,
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
 const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace'> = true;
@@ -209,7 +232,7 @@ async function inWorker(): Promise<void> {
   const loaded: WorkerIndex = await worker.loadIndex(saved);
   read(version2, wIdentity, n, wi.size, wi.chunks, resultOf(r), info2, await wi.identity(), await wi.remove(['d1']), loaded.size);
   await wi.free();
-  const cw: CompressResult = await worker.compress(messages, compressOptions);
+  const cw: CompressResult = await worker.compress(messages, workerCompressOptions);
   const cwj: CompressJsonResult = await worker.compressJson(JSON.stringify(messages), null);
   const ww: WatermarkResult = await worker.applyWatermark(messages, state, watermarkOptions);
   const wwj: WatermarkJsonResult = await worker.applyWatermarkJson(JSON.stringify(messages));

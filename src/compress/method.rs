@@ -1,0 +1,141 @@
+//! `method` (seed 004 §05.01): how compressible texts are summarised, and the summariser
+//! protocol of the LLM-backed methods.
+//!
+//! - `extractive` (the default): the deterministic sentence selection of seed 002/004.
+//! - `hierarchical`: under a budget, every compressible text is summarised at the shallowest
+//!   of the levels 50% → 25% → 12.5% of its size that makes the conversation fit (the
+//!   extractive path instead searches the largest share that fits, continuously); below 12.5%
+//!   the budget loop's later stages (smaller recency window, folding, truncation) continue as
+//!   for `extractive`. `stats.level` is the level used (0, 1 or 2). Without a budget it is the
+//!   default pass.
+//! - `abstractive`: a [`Summarizer`] (an LLM) rewrites each text the extractive pass would
+//!   summarise, from the original text.
+//! - `hybrid`: two stages, extract then abstract: the summariser rewrites the extractive
+//!   summary of each such text.
+//!
+//! A summariser's text is used only when it is non-empty and shorter, in the call's tokens,
+//! than the original it replaces; otherwise (and when the summariser fails) the deterministic
+//! summary stays. Without a summariser `abstractive` and `hybrid` are `extractive`, with a
+//! warning in `stats.warnings`.
+//!
+//! Because wasm is synchronous and a JS summariser is async, the protocol has two phases:
+//! 1. [`summary_requests_json`](super::summary_requests_json) runs the pipeline and returns
+//!    one [`SummaryRequest`] per text it summarised: an id (a hash of the original text), the
+//!    text to give the summariser, the deterministic summary's size as a target;
+//! 2. the caller obtains the summaries (in JS with a concurrency limit) and compresses with
+//!    `options.summaries = {id: text}`: the same pipeline, each supplied summary in place of
+//!    the deterministic one where accepted. The output is deterministic given the summaries,
+//!    keeps the `[summary#id: …]` markers, and `uncompress` restores the input byte for byte.
+//!
+//! Natively, [`compress_in`](super::compress_in) with a [`Summarizer`] in the context runs
+//! both phases.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::counter::MaybeSendSync;
+use crate::error::Error;
+
+/// `options.method`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Method {
+    /// Deterministic sentence selection (the default).
+    #[default]
+    Extractive,
+    /// A summariser rewrites each original text (extractive without one).
+    Abstractive,
+    /// A summariser rewrites each extractive summary (extractive without one).
+    Hybrid,
+    /// The levels 50% → 25% → 12.5% chosen by the budget.
+    Hierarchical,
+}
+
+impl Method {
+    /// Whether the method asks a summariser.
+    pub fn is_abstractive(self) -> bool {
+        matches!(self, Method::Abstractive | Method::Hybrid)
+    }
+
+    /// The option's JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Extractive => "extractive",
+            Method::Abstractive => "abstractive",
+            Method::Hybrid => "hybrid",
+            Method::Hierarchical => "hierarchical",
+        }
+    }
+}
+
+/// The fractions of a text's size of the hierarchical levels 0, 1 and 2 (seed 004 §05.05).
+pub const LEVELS: [f64; 3] = [0.5, 0.25, 0.125];
+
+/// One text the summariser is asked to condense (phase 1 of the protocol).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRequest {
+    /// The key of its summary in `options.summaries` (a hash of the original text).
+    pub id: String,
+    /// What to condense: the original text (`abstractive`) or its extractive summary
+    /// (`hybrid`).
+    pub text: String,
+    /// The size to aim at: the deterministic summary's tokens (in the call's counter).
+    pub target_tokens: usize,
+    /// The original's tokens: a summary is accepted only when shorter than this.
+    pub original_tokens: usize,
+    /// The role of the message (the first message of a merged run).
+    pub role: String,
+    /// `prose`, `tool_output` (plain-text tool output) or `merged` (a run of messages of one
+    /// role, summarised as one).
+    pub kind: String,
+    /// The input index of the message (the first of a merged run).
+    pub index: usize,
+    /// The block of an Anthropic message, for a block's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<usize>,
+}
+
+/// What happened to the summariser's summaries (`stats.summarizer`, with `abstractive` or
+/// `hybrid` and summaries given).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarizerStats {
+    /// Texts the summariser was asked for (phase 1).
+    pub requested: usize,
+    /// Summaries used in the output.
+    pub accepted: usize,
+    /// Summaries given for a summarised text but not used: empty, or not shorter than the
+    /// original.
+    pub rejected: usize,
+    /// Requests the summariser failed (threw, rejected, returned no string).
+    pub failed: usize,
+}
+
+/// An LLM (or any other) summariser for native callers of `abstractive` and `hybrid`.
+/// Object-safe; `Send + Sync` natively.
+pub trait Summarizer: MaybeSendSync {
+    /// A summary of `request.text` in about `request.target_tokens` tokens.
+    ///
+    /// # Errors
+    /// Any: the deterministic summary is kept, and the failure is counted in
+    /// `stats.summarizer.failed` with a warning.
+    fn summarize(&self, request: &SummaryRequest) -> Result<String, Error>;
+}
+
+/// The summaries of a call (`options.summaries`): id → text.
+pub type Summaries = BTreeMap<String, String>;
+
+/// The id of a summary request for `original` (stable on every host).
+pub(crate) fn request_id(original: &str) -> String {
+    crate::text::hash::short_id(["summary", original])
+}
+
+/// The warning when an LLM-backed method has no summariser.
+pub(crate) fn no_summarizer_warning(method: Method) -> String {
+    format!(
+        "method \"{}\" without a summarizer: the deterministic extractive summaries are used",
+        method.as_str()
+    )
+}
