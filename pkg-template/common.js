@@ -142,6 +142,15 @@ export function wrap(glue, host) {
     const { embedder, ...rest } = options;
     return rest;
   };
+  const hasEmbedder = (options) => options?.embedder !== undefined && options?.embedder !== null;
+  /** compress/compressJson with `options.cache` (the incremental cache): through compressCached. */
+  const cached = (input, options) => {
+    const { cache, ...rest } = withoutEmbedder(options);
+    return hasEmbedder(options)
+      ? glue.compressCachedWithEmbedder(input, rest, cache ?? null, embedderOf(options))
+      : glue.compressCached(input, rest, cache ?? null);
+  };
+  const hasCache = (options) => options !== null && typeof options === 'object' && !Array.isArray(options) && 'cache' in options;
 
   /** An in-memory hybrid index (BM25 + vectors); see index.d.ts. */
   class Index {
@@ -293,16 +302,26 @@ export function wrap(glue, host) {
       return { json: out, state: r.state, stats: r.stats, warnings: r.warnings };
     }),
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
-    compress: guard((messages, options) => (options?.embedder === undefined || options?.embedder === null
-      ? glue.compress(messages, withoutEmbedder(options))
-      : glue.compressWithEmbedder(messages, withoutEmbedder(options), embedderOf(options)))),
+    compress: guard((messages, options) => {
+      if (hasCache(options)) {
+        if (!Array.isArray(messages)) throw new CondenseError('invalid_input', 'messages', 'invalid_input at messages: expected an array of messages', 'expected an array of messages');
+        return cached(messages, options);
+      }
+      return options?.embedder === undefined || options?.embedder === null
+        ? glue.compress(messages, withoutEmbedder(options))
+        : glue.compressWithEmbedder(messages, withoutEmbedder(options), embedderOf(options));
+    }),
     compressJson: guard((json, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
+      if (hasCache(options)) return cached(json, options);
       return options?.embedder === undefined || options?.embedder === null
         ? glue.compressJson(json, withoutEmbedder(options))
         : glue.compressJsonWithEmbedder(json, withoutEmbedder(options), embedderOf(options));
     }),
     uncompress: guard((messages, verbatim) => glue.uncompress(messages, verbatim ?? null)),
+    prepareContext: guard((chunks, options) => (hasEmbedder(options)
+      ? glue.prepareContextWithEmbedder(chunks, withoutEmbedder(options), embedderOf(options))
+      : glue.prepareContext(chunks, withoutEmbedder(options)))),
     version: () => glue.version(),
   };
 }

@@ -185,6 +185,14 @@ fn is_separator(c: char) -> bool {
 /// ]);
 /// ```
 pub fn extract(text: &str) -> Vec<(String, KeyKind)> {
+    extract_with(text, &mut classify)
+}
+
+/// [`extract`] with the token classifier given (`compress` passes a memoised [`classify`]).
+pub fn extract_with(
+    text: &str,
+    classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
+) -> Vec<(String, KeyKind)> {
     let mut out: Vec<(String, KeyKind)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     // Code spans.
