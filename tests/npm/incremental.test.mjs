@@ -63,7 +63,7 @@ test('cache: bad shapes throw at their path, edited caches are rebuilt with a wa
   // cacheLimit bounds it.
   assert.ok(compress(msgs, { cache: null, cacheLimit: 3 }).cache.entries.length <= 3);
   // compressRequest passes the cache through.
-  const r = compressRequest({ model: 'x', messages: msgs }, { provider: 'openai', cache: null });
+  const r = compressRequest(JSON.stringify({ model: 'x', messages: msgs }), { provider: 'openai', cache: null });
   assert.equal(r.cache.version, 1);
 });
 
