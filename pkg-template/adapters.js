@@ -61,6 +61,7 @@ export function adapters(api) {
     const out = api.compressJson(text, withFormat(options ? rest : null, provider, 'options.provider'));
     const result = { body: out.json, verbatim: out.verbatim, stats: out.stats };
     if (out.trace !== undefined) result.trace = out.trace;
+    if (out.cache !== undefined) result.cache = out.cache;
     return result;
   }
 

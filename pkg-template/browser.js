@@ -8,7 +8,7 @@ await init({ module_or_path: new URL('./condense_bg.wasm', import.meta.url) });
 
 const api = wrap(glue, host);
 export const {
-  applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version,
+  applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, prepareContext, version,
   Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';

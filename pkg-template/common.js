@@ -144,6 +144,25 @@ export function wrap(glue, host) {
     const { embedder, ...rest } = options;
     return rest;
   };
+  const hasEmbedder = (options) => options?.embedder !== undefined && options?.embedder !== null;
+  /** compress/compressJson with `options.cache` (the incremental cache): through compressCached. */
+  const cached = (input, options) => {
+    const { cache, ...rest } = withoutEmbedder(options);
+    return hasEmbedder(options)
+      ? glue.compressCachedWithEmbedder(input, rest, cache ?? null, embedderOf(options))
+      : glue.compressCached(input, rest, cache ?? null);
+  };
+  // The cache memoises the core's own work: a caller's counter or summarizer has no identity a
+  // cache key could hold, so they are refused together (rather than silently not cached).
+  const cacheOptions = (options) => {
+    for (const k of ['countTokens', 'summarizer']) {
+      if (options[k] !== undefined && options[k] !== null) throw optionsError('options.cache', `cannot be combined with options.${k}`);
+    }
+    if (options.tokenCounter === 'model') throw optionsError('options.cache', 'cannot be combined with tokenCounter "model"');
+    const { summarizerConcurrency, ...rest } = options;
+    return rest;
+  };
+  const hasCache = (options) => options !== null && typeof options === 'object' && !Array.isArray(options) && 'cache' in options;
 
   // The JS-only keys of compress options: functions and objects the core gets as arguments.
   const COMPRESS_JS_KEYS = ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency'];
@@ -379,6 +398,10 @@ export function wrap(glue, host) {
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
     // A Promise only when a summarizer is given (see index.d.ts).
     compress: guard((messages, options) => {
+      if (hasCache(options)) {
+        if (!Array.isArray(messages)) throw new CondenseError('invalid_input', 'messages', 'invalid_input at messages: expected an array of messages', 'expected an array of messages');
+        return cached(messages, cacheOptions(options));
+      }
       const ctx = compressContext(options);
       const { embedder, useEmbedder, counter } = ctx;
       if (ctx.summarizer !== undefined) {
@@ -391,6 +414,7 @@ export function wrap(glue, host) {
     }),
     compressJson: guard((json, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
+      if (hasCache(options)) return cached(json, cacheOptions(options));
       const ctx = compressContext(options);
       const { embedder, useEmbedder, counter } = ctx;
       if (ctx.summarizer !== undefined) {
@@ -401,6 +425,9 @@ export function wrap(glue, host) {
       return glue.compressJsonWith(json, ctx.options, embedder, useEmbedder, counter);
     }),
     uncompress: guard((messages, verbatim) => glue.uncompress(messages, verbatim ?? null)),
+    prepareContext: guard((chunks, options) => (hasEmbedder(options)
+      ? glue.prepareContextWithEmbedder(chunks, withoutEmbedder(options), embedderOf(options))
+      : glue.prepareContext(chunks, withoutEmbedder(options)))),
     version: () => glue.version(),
   };
 }

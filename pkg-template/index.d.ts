@@ -293,6 +293,31 @@ export interface CompressOptions {
    * @default none
    */
   summaries?: Record<string, string> | null;
+  /**
+   * The incremental cache: pass `null` for a new one, then the previous result's
+   * `cache` on every later call (or its `JSON.stringify`). The result is byte-identical with or
+   * without it; it only saves the summaries of texts seen before (keyed by a hash of everything
+   * they depend on, so a cache from other options or another query only misses). The result
+   * carries the updated cache as `result.cache`, and `stats.cacheHits` / `stats.cacheMisses`.
+   * A cache of another version or engine, or edited (checksum), is ignored and rebuilt with a
+   * warning in `stats.warnings`; one of the wrong shape throws `invalid_options` at its path
+   * (`options.cache.entries[3].value`). Not with `countTokens`, `tokenCounter: "model"` or a
+   * `summarizer` (their results have no identity a cache key could hold): `invalid_options`
+   * at `options.cache`. @default none (no cache)
+   */
+  cache?: CompressCache | string | null;
+  /** The most entries the cache keeps; the least recently used go first (deterministic). @default 10000 */
+  cacheLimit?: number;
+  /**
+   * Prefix-stable mode: re-compressing the conversation grown by new messages leaves the earlier
+   * result's first `stats.prefixMessages` messages byte-identical, so provider prompt caches keep
+   * hitting. Messages are compressed in fixed blocks of 4 from the start, each on its own (dedup,
+   * merges and references stay inside a block), once all of a block is older than the recency
+   * window; later messages are kept verbatim. Under a budget the stable output is used while it
+   * fits; otherwise the whole conversation is compressed as usual and `stats.prefixStable` is
+   * false, with a warning. Works without a cache (the cache makes frozen blocks free). @default false
+   */
+  prefixStable?: boolean;
 }
 
 /** `CompressOptions.tokenCounter`. */
@@ -341,6 +366,20 @@ export interface SummarizerStats {
   failed: number;
 }
 
+/** compress's incremental cache, as returned in `result.cache` (treat it as opaque; JSON-serialisable). */
+export interface CompressCache {
+  /** Format version (1). */
+  version: number;
+  /** The engine that built it (`condense-ctx 0.1.0`): another engine's cache is rebuilt. */
+  engine: string;
+  /** How many calls have used it. */
+  generation: number;
+  /** FNV-1a over the entries: an edited cache is rebuilt. */
+  checksum: string;
+  /** The entries: a hash of what the value depends on, the value, and the call that last used it. */
+  entries: { key: string; value: string; used: number }[];
+}
+
 /** What compress did. */
 export interface CompressStats {
   /** Messages in the input. */
@@ -379,7 +418,15 @@ export interface CompressStats {
   level?: number;
   /** `method` abstractive / hybrid with a summarizer (or `summaries`): what became of the summaries. */
   summarizer?: SummarizerStats;
-  /** What you should know: a method that fell back to extractive, a summarizer that failed. Absent when none. */
+  /** With `cache`: summaries (and prefix-stable blocks) reused from the cache. */
+  cacheHits?: number;
+  /** With `cache`: summaries (and blocks) computed and stored. */
+  cacheMisses?: number;
+  /** With `prefixStable`: true when the stable rule held; false when the budget forced a whole re-compression. */
+  prefixStable?: boolean;
+  /** With `prefixStable` (when it held): how many output messages form the frozen prefix. */
+  prefixMessages?: number;
+  /** What you should know: a method that fell back to extractive, a summarizer that failed, a cache ignored and rebuilt, a prefix re-compressed. Absent when none. */
   warnings?: string[];
 }
 
@@ -405,6 +452,8 @@ export interface CompressResult {
   stats: CompressStats;
   /** Decisions, with `trace: true`. */
   trace?: Decision[];
+  /** The updated incremental cache, when `options.cache` was given: pass it to the next call. */
+  cache?: CompressCache;
 }
 
 /** The result of compressJson. */
@@ -417,6 +466,8 @@ export interface CompressJsonResult {
   stats: CompressStats;
   /** Decisions, with `trace: true`. */
   trace?: Decision[];
+  /** The updated incremental cache, when `options.cache` was given. */
+  cache?: CompressCache;
 }
 
 /**
@@ -439,6 +490,74 @@ export function compressJson(json: string, options?: (CompressOptions & { summar
  */
 export function uncompress(messages: Message[], verbatim: Record<string, Message[]>): Message[];
 export function uncompress(json: string, verbatim: string): string;
+
+/** A chunk of context for prepareContext: a string, or an object with `text` (other fields ignored). */
+export type ContextChunk = string | { id?: string | number; text: string; [key: string]: unknown };
+
+/** Options of prepareContext. Unknown keys are refused with `invalid_options`. */
+export interface PrepareContextOptions {
+  /** The budget of the assembled text in estimated tokens. Required. */
+  tokenBudget: number;
+  /** What the context is for: relevant chunks get larger shares (BM25, or cosine with `embedder`). @default none (all equal) */
+  query?: string | null;
+  /** Put between chunks (counted in the budget). @default "\n\n" */
+  separator?: string;
+  /** Relevance by embedding cosine of the query with each chunk instead of BM25. @default none */
+  embedder?: Embedder;
+}
+
+/** What prepareContext did with one chunk. */
+export interface ChunkReport {
+  /** The chunk's id (its index as text when it had none). */
+  id: string;
+  /** Relevance to the query in [0, 1] (1 without a query). */
+  relevance: number;
+  /** Tokens allocated to it (0 when dropped). */
+  share: number;
+  /** Its estimated tokens. */
+  tokensBefore: number;
+  /** Estimated tokens of what went into the text (0 when dropped). */
+  tokensAfter: number;
+  /** Whether it was summarised. */
+  compressed: boolean;
+  /** Whether it was left out (the budget could not give it a useful share; least relevant first). */
+  dropped: boolean;
+}
+
+/** Totals of prepareContext. */
+export interface PrepareContextStats {
+  /** Estimated tokens of all chunks joined. */
+  tokensBefore: number;
+  /** Estimated tokens of the assembled text. */
+  tokensAfter: number;
+  /** The budget. */
+  budget: number;
+  /** tokensAfter ≤ budget, measured on the text. */
+  fits: boolean;
+  /** Chunks summarised. */
+  compressed: number;
+  /** Chunks dropped. */
+  dropped: number;
+}
+
+/** The result of prepareContext. */
+export interface PrepareContextResult {
+  /** The kept chunks, each compressed to its share, in input order, joined by the separator. */
+  text: string;
+  /** One report per input chunk. */
+  chunks: ChunkReport[];
+  /** Totals. */
+  stats: PrepareContextStats;
+}
+
+/**
+ * Seed 004's context manager: shares `tokenBudget` across chunks by relevance to `query`
+ * (weight 0.25 + 0.75·relevance, water-filled), compresses each chunk to its share with the
+ * extractive summariser, drops the least relevant chunks whole when a share would be under 16
+ * tokens, and never returns more than the budget (`stats.fits`).
+ * @throws {CondenseError}
+ */
+export function prepareContext(chunks: ContextChunk[], options: PrepareContextOptions): PrepareContextResult;
 
 // ---------------------------------------------------------------------------- retrieval
 
@@ -781,6 +900,8 @@ export interface CompressRequestResult {
   stats: CompressStats;
   /** Decisions, with `trace: true`. */
   trace?: Decision[];
+  /** The updated incremental cache, when `options.cache` was given. */
+  cache?: CompressCache;
 }
 
 /** Options of prepareRequest. Unknown keys are refused with `invalid_options`. */
@@ -912,6 +1033,8 @@ export interface CondenseWorker {
   uncompress(messages: Message[], verbatim: Record<string, Message[]>): Promise<Message[]>;
   /** uncompress in the worker (JSON text). */
   uncompress(json: string, verbatim: string): Promise<string>;
+  /** prepareContext in the worker (relevance by BM25: `embedder` is not sent across). */
+  prepareContext(chunks: ContextChunk[], options: Omit<PrepareContextOptions, 'embedder'>): Promise<PrepareContextResult>;
   /** compressResults with the worker's embedder. */
   compressResults(candidates: Candidate[], question: string, options?: QueryOptions | null): Promise<QueryResult>;
   /** watermarkRequest in the worker. */

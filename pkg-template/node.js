@@ -65,7 +65,7 @@ const defaults = {
 
 const api = wrap(glue, host);
 export const {
-  applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version,
+  applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, prepareContext, version,
   Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';

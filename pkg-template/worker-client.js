@@ -107,6 +107,7 @@ export async function connect(endpoint, options) {
     compress: (messages, opts) => call('compress', [messages, opts ?? null]),
     compressJson: (json, opts) => call('compressJson', [json, opts ?? null]),
     uncompress: (messages, verbatim) => call('uncompress', [messages, verbatim ?? null]),
+    prepareContext: (chunks, opts) => call('prepareContext', [chunks, opts ?? null]),
     compressResults: (candidates, question, opts) => call('compressResults', [candidates, question, opts ?? null]),
     watermarkRequest: (body, state, opts) => call('watermarkRequest', [body, state ?? null, opts ?? null]),
     compressRequest: (body, opts) => call('compressRequest', [body, opts ?? null]),

@@ -8,7 +8,7 @@ import { CondenseError } from './common.js';
 /** The functions a client may call by name, with their arguments as sent. */
 const CALLS = [
   'applyWatermark', 'applyWatermarkJson', 'validate', 'compress', 'compressJson', 'uncompress',
-  'compressResults', 'watermarkRequest', 'compressRequest', 'prepareRequest', 'version',
+  'prepareContext', 'compressResults', 'watermarkRequest', 'compressRequest', 'prepareRequest', 'version',
 ];
 
 function errorRecord(e) {

@@ -8,7 +8,10 @@
 //! The same fixtures as the native tests, so a difference between the builds shows here.
 #![cfg(target_arch = "wasm32")]
 
-use condense::compress::{compress_json, uncompress_json, CompressOptions};
+use condense::compress::{
+    compress_json, compress_json_cached, prepare_context, uncompress_json, CompressCache,
+    CompressOptions, PrepareOptions,
+};
 use condense::message::{validate_json, ValidateOptions};
 use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
 use serde_json::Value;
@@ -54,6 +57,58 @@ fn compress_round_trip() {
         assert!(out.stats.tokens_after <= out.stats.tokens_before);
         let back = uncompress_json(&out.json, &out.verbatim).expect("uncompress");
         assert_eq!(back, messages, "{}", record["id"]);
+    }
+}
+
+#[wasm_bindgen_test]
+fn cache_and_prefix_stable_in_wasm() {
+    for record in records(SHAREGPT) {
+        let all = record["messages"].as_array().unwrap().clone();
+        let mut cache = CompressCache::new();
+        let stable = CompressOptions {
+            prefix_stable: true,
+            ..CompressOptions::default()
+        };
+        let mut previous: Option<(Vec<Value>, usize)> = None;
+        for k in 1..=all.len() {
+            let json = serde_json::to_string(&all[..k]).unwrap();
+            let plain = compress_json(&json, &CompressOptions::default()).unwrap();
+            let cached =
+                compress_json_cached(&json, &CompressOptions::default(), None, &mut cache).unwrap();
+            assert_eq!(cached.json, plain.json);
+            assert_eq!(cached.verbatim, plain.verbatim);
+            cache = CompressCache::from_json(&cache.to_json(), "cache").unwrap();
+            let out = compress_json(&json, &stable).unwrap();
+            let msgs: Vec<Value> = serde_json::from_str(&out.json).unwrap();
+            if let Some((before, n)) = &previous {
+                assert_eq!(&msgs[..*n], &before[..*n]);
+            }
+            let n = out.stats.prefix_messages.unwrap();
+            previous = Some((msgs, n));
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn prepare_context_in_wasm() {
+    let chunks: Vec<Value> = records(SHAREGPT)
+        .iter()
+        .flat_map(|r| r["messages"].as_array().unwrap().clone())
+        .map(|m| m["content"].clone())
+        .filter(Value::is_string)
+        .collect();
+    for budget in [0, 10, 100, 1000] {
+        let out = prepare_context(
+            &Value::Array(chunks.clone()),
+            &PrepareOptions {
+                query: Some("python code error".into()),
+                token_budget: Some(budget),
+                ..PrepareOptions::default()
+            },
+            None,
+        )
+        .unwrap();
+        assert!(out.stats.fits && out.stats.tokens_after <= budget);
     }
 }
 

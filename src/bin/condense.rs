@@ -17,7 +17,10 @@ mod cli {
     use std::process::ExitCode;
 
     use clap::{Parser, Subcommand, ValueEnum};
-    use condense::compress::{compress_json_with, uncompress_json, CompressOptions};
+    use condense::compress::{
+        compress_json_cached, compress_json_with, prepare_context, uncompress_json, CompressCache,
+        CompressOptions, PrepareOptions,
+    };
     use condense::embed::Embedder;
     use condense::message::{validate_json, Format, ValidateOptions};
     use condense::retrieve::index::{Document, Index, IndexOptions};
@@ -27,6 +30,7 @@ mod cli {
     use serde::Deserialize;
     use serde_json::value::RawValue;
     use serde_json::{json, Map, Value};
+    use std::cell::RefCell;
 
     /// Deterministic context compression for LLM agents.
     #[derive(Parser)]
@@ -57,6 +61,24 @@ mod cli {
             /// `query`). Sets the `tokenCounter` option of every line.
             #[arg(long, value_name = "KIND", value_parser = ["estimate", "model"], conflicts_with = "lexical")]
             token_counter: Option<String>,
+            /// An incremental cache file shared by every line (read if it exists, written at
+            /// the end). A line's own `cache` (JSON) is used instead, and returned as `cache`.
+            #[arg(long, value_name = "FILE")]
+            cache: Option<std::path::PathBuf>,
+        },
+        /// Share a token budget across chunks by relevance, each compressed to its share.
+        /// Lines: {id?, chunks, options?} → {id, text, chunks, stats, ms}.
+        Prepare {
+            /// Default options (JSON); a line's own `options` override them key by key.
+            #[arg(long, value_name = "JSON")]
+            options: Option<String>,
+            /// With `query`: chunk relevance by embedding cosine with the model in this
+            /// directory instead of BM25.
+            #[arg(long, value_name = "DIR", conflicts_with = "lexical")]
+            model_dir: Option<std::path::PathBuf>,
+            /// With `query`: chunk relevance by cosine with the lexical fallback embedder.
+            #[arg(long)]
+            lexical: bool,
         },
         /// Restore compressed conversations.
         /// Lines: {id?, messages, verbatim} → {id, messages}.
@@ -144,6 +166,10 @@ mod cli {
         state: Option<Value>,
         #[serde(default)]
         options: Option<Value>,
+        #[serde(default)]
+        cache: Option<Value>,
+        #[serde(default)]
+        chunks: Option<Value>,
         #[serde(default, borrow)]
         verbatim: Option<&'a RawValue>,
     }
@@ -166,8 +192,26 @@ mod cli {
                 model_dir,
                 lexical,
                 token_counter,
+                cache,
             } => {
                 let model_counter = token_counter.as_deref() == Some("model");
+                let shared = match &cache {
+                    Some(path) if path.exists() => match std::fs::read_to_string(path)
+                        .map_err(|e| {
+                            Error::new(
+                                ErrorKind::InvalidInput,
+                                "--cache",
+                                format!("{}: {e}", path.display()),
+                            )
+                        })
+                        .and_then(|t| CompressCache::from_json(&t, "--cache"))
+                    {
+                        Ok(c) => Some(RefCell::new(c)),
+                        Err(e) => return usage(&e),
+                    },
+                    Some(_) => Some(RefCell::new(CompressCache::new())),
+                    None => None,
+                };
                 let embedder = if lexical || model_dir.is_some() || model_counter {
                     match load_embedder(&ModelArgs { model_dir, lexical }) {
                         Ok(e) => Some(e),
@@ -182,10 +226,39 @@ mod cli {
                             defaults.insert("tokenCounter".into(), Value::String(kind));
                         }
                         match CompressOptions::from_value(&Value::Object(defaults.clone())) {
-                            Ok(_) => run(|line| compress(line, &defaults, embedder.as_ref())),
+                            Ok(_) => {
+                                let r = run(|line| {
+                                    compress(line, &defaults, embedder.as_ref(), shared.as_ref())
+                                });
+                                if let (Some(path), Some(c)) = (&cache, &shared) {
+                                    if let Err(e) = std::fs::write(path, c.borrow().to_json()) {
+                                        eprintln!("condense: --cache {}: {e}", path.display());
+                                        return ExitCode::from(1);
+                                    }
+                                }
+                                r
+                            }
                             Err(e) => return usage(&e),
                         }
                     }
+                    Err(e) => return usage(&e),
+                }
+            }
+            Command::Prepare {
+                options,
+                model_dir,
+                lexical,
+            } => {
+                let embedder = if lexical || model_dir.is_some() {
+                    match load_embedder(&ModelArgs { model_dir, lexical }) {
+                        Ok(e) => Some(e),
+                        Err(e) => return fatal(&e),
+                    }
+                } else {
+                    None
+                };
+                match parse_object(options.as_deref()) {
+                    Ok(defaults) => run(|line| prepare(line, &defaults, embedder.as_ref())),
                     Err(e) => return usage(&e),
                 }
             }
@@ -395,13 +468,25 @@ mod cli {
         text: &str,
         defaults: &Map<String, Value>,
         embedder: Option<&Embedder>,
+        shared: Option<&RefCell<CompressCache>>,
     ) -> Result<String, (Option<String>, Error)> {
         let (line, id, messages) = read_messages(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
         let options = CompressOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;
+        let mut own = match &line.cache {
+            Some(v) => Some(CompressCache::from_value(v, "cache").map_err(fail)?),
+            None => None,
+        };
         let start = std::time::Instant::now();
-        let out = compress_json_with(messages.get(), &options, embedder).map_err(fail)?;
+        let out = match (&mut own, shared) {
+            (Some(c), _) => compress_json_cached(messages.get(), &options, embedder, c),
+            (None, Some(c)) => {
+                compress_json_cached(messages.get(), &options, embedder, &mut c.borrow_mut())
+            }
+            (None, None) => compress_json_with(messages.get(), &options, embedder),
+        }
+        .map_err(fail)?;
         let ms = start.elapsed().as_secs_f64() * 1000.0;
         let key = if line.task_id.is_some() {
             "task_id"
@@ -416,10 +501,36 @@ mod cli {
             // The metric reads `fits` at the top level.
             trace.push_str(&format!(",\"fits\":{fits}"));
         }
+        if let Some(c) = &own {
+            trace.push_str(&format!(",\"cache\":{}", c.to_json()));
+        }
         Ok(format!(
             "{{\"{key}\":{id},\"messages\":{},\"verbatim\":{},\"stats\":{},\"ms\":{ms:.3}{trace}}}",
             out.json,
             out.verbatim,
+            to_json(&out.stats),
+        ))
+    }
+
+    fn prepare(
+        text: &str,
+        defaults: &Map<String, Value>,
+        embedder: Option<&Embedder>,
+    ) -> Result<String, (Option<String>, Error)> {
+        let (line, id) = read_line(text)?;
+        let fail = |e: Error| (Some(id.clone()), e);
+        let options = PrepareOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
+            .map_err(fail)?;
+        let chunks = line
+            .chunks
+            .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "chunks", "missing")))?;
+        let start = std::time::Instant::now();
+        let out = prepare_context(&chunks, &options, embedder).map_err(fail)?;
+        let ms = start.elapsed().as_secs_f64() * 1000.0;
+        Ok(format!(
+            "{{\"id\":{id},\"text\":{},\"chunks\":{},\"stats\":{},\"ms\":{ms:.3}}}",
+            to_json(&out.text),
+            to_json(&out.chunks),
             to_json(&out.stats),
         ))
     }

@@ -29,10 +29,13 @@ pub(super) struct Tuning {
     pub(super) fold: usize,
     /// The folded summary's size in characters (else the level's share of the folded text).
     pub(super) fold_chars: Option<usize>,
+    /// The index of the first message in the whole conversation (prefix-stable mode plans one
+    /// block at a time): names (`msg_12`) and trace indexes are global.
+    pub(super) offset: usize,
 }
 
 impl Tuning {
-    fn base(options: &CompressOptions) -> Tuning {
+    pub(super) fn base(options: &CompressOptions) -> Tuning {
         Tuning {
             level: Level::DEFAULT,
             recency_window: options.recency_window,
@@ -44,6 +47,7 @@ impl Tuning {
             condense_calls: false,
             fold: 0,
             fold_chars: None,
+            offset: 0,
         }
     }
 }

@@ -32,27 +32,32 @@
 //! counter for the budget, the size guard and every stat. Methods (`method.rs`): extractive,
 //! hierarchical, and the summariser protocol of abstractive and hybrid ([`method`]).
 //!
-//! Not built yet (issue 5 continues): the incremental cache and prefix-stable mode,
-//! importance scoring, contradiction detection, `prepareContext`.
+//! The incremental cache (`cache.rs`, [`compress_cached`]), prefix-stable mode (`prefix.rs`)
+//! and [`prepare_context`] (`prepare.rs`). A caller's token counter bypasses the cache.
 
 mod budget;
+pub mod cache;
 mod counter;
 mod dedup;
 mod json;
 pub mod method;
 mod options;
+mod prefix;
+pub mod prepare;
 pub mod summarize;
 mod uncompress;
 
-use budget::{run, Tuning};
+use budget::Tuning;
 use counter::Tokens;
 use summarize::Query;
 
+pub use cache::CompressCache;
 #[cfg(feature = "embed")]
 pub use counter::ModelCounter;
 pub use counter::{bad_count, Estimator, MaybeSendSync, TokenCounter, TokenCounterKind};
 pub use method::{Method, Summarizer, SummarizerStats, SummaryRequest};
-pub use options::CompressOptions;
+pub use options::{CompressOptions, PREFIX_BLOCK};
+pub use prepare::{prepare_context, prepare_context_json, PrepareOptions, PrepareOutput};
 pub use uncompress::{uncompress, uncompress_json};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -116,6 +121,21 @@ pub struct CompressStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summarizer: Option<SummarizerStats>,
     /// What the caller should know (a method that fell back, a summariser that failed).
+    /// With a cache: summaries (and prefix-stable blocks) reused from it (see `cache.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hits: Option<usize>,
+    /// With a cache: summaries (and blocks) computed and stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_misses: Option<usize>,
+    /// With `prefixStable`: whether the stable rule held (false: the stable output did not
+    /// meet the budget and the conversation was compressed as a whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_stable: Option<bool>,
+    /// With `prefixStable` (and `prefixStable: true`): how many output messages form the
+    /// frozen prefix — the same bytes in every later call on the grown conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_messages: Option<usize>,
+    /// Things the caller should know (a cache ignored and rebuilt, a prefix re-compressed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -222,12 +242,73 @@ pub fn compress_in(
     options: &CompressOptions,
     ctx: CompressContext<'_>,
 ) -> Result<CompressOutput, Error> {
+    compress_values(messages, options, ctx, None)
+}
+
+/// [`compress_with`] over the caller's incremental cache: the same result, byte for byte,
+/// with the summaries of earlier calls reused and this call's stored (`stats.cacheHits`,
+/// `stats.cacheMisses`). The cache is updated in place and bounded to
+/// `options.cacheLimit` entries. See [`cache`].
+///
+/// ```
+/// use condense::compress::{compress_cached, CompressCache, CompressOptions};
+/// let messages: Vec<serde_json::Value> = (0..8)
+///     .map(|i| serde_json::json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+///         "content": format!("Message {i}: the deploy of service_{i} failed after 30 seconds \
+///             because parse_config returned an empty map. We retried it twice. \
+///             It worked on the third attempt, see src/worker.rs:88 for the retry loop.")}))
+///     .collect();
+/// let mut cache = CompressCache::new();
+/// let options = CompressOptions::default();
+/// let first = compress_cached(&messages, &options, None, &mut cache)?;
+/// let again = compress_cached(&messages, &options, None, &mut cache)?;
+/// assert_eq!(first.messages, again.messages);
+/// assert_eq!(again.stats.cache_misses, Some(0));
+/// assert!(again.stats.cache_hits.unwrap() > 0);
+/// # Ok::<(), condense::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`compress_with`].
+pub fn compress_cached(
+    messages: &[Value],
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+    cache: &mut CompressCache,
+) -> Result<CompressOutput, Error> {
+    compress_in_cached(
+        messages,
+        options,
+        CompressContext {
+            embedder,
+            ..CompressContext::default()
+        },
+        cache,
+    )
+}
+
+/// [`compress_in`] over the caller's incremental cache (see [`compress_cached`]).
+///
+/// # Errors
+/// As [`compress_in`].
+pub fn compress_in_cached(
+    messages: &[Value],
+    options: &CompressOptions,
+    ctx: CompressContext<'_>,
+    cache: &mut CompressCache,
+) -> Result<CompressOutput, Error> {
+    compress_values(messages, options, ctx, Some(cache))
+}
+
+fn compress_values(
+    messages: &[Value],
+    options: &CompressOptions,
+    ctx: CompressContext<'_>,
+    cache: Option<&mut CompressCache>,
+) -> Result<CompressOutput, Error> {
     let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
-    let query = build_query(&raws, options, ctx.embedder)?;
-    let plan = with_tokens(options, &ctx, |tok| {
-        run_all(&raws, options, &query, tok, ctx.summarizer)
-    })?;
+    let plan = run_cached(&raws, options, &ctx, cache)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
             .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))
@@ -288,11 +369,70 @@ pub fn compress_json_in(
     options: &CompressOptions,
     ctx: CompressContext<'_>,
 ) -> Result<CompressJsonOutput, Error> {
+    compress_json_inner(json, options, &ctx, None)
+}
+
+/// [`compress_json_with`] over the caller's incremental cache (see [`compress_cached`]).
+///
+/// # Errors
+/// As [`compress_json_with`].
+pub fn compress_json_cached(
+    json: &str,
+    options: &CompressOptions,
+    embedder: Option<&Embedder>,
+    cache: &mut CompressCache,
+) -> Result<CompressJsonOutput, Error> {
+    let ctx = CompressContext {
+        embedder,
+        ..CompressContext::default()
+    };
+    compress_json_inner(json, options, &ctx, Some(cache))
+}
+
+/// The query, the pipeline (prefix-stable or not, budget loop) and the cache's bookkeeping.
+fn run_cached(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    ctx: &CompressContext<'_>,
+    cache: Option<&mut CompressCache>,
+) -> Result<Plan, Error> {
+    let mut query = build_query(raws, options, ctx.embedder)?;
+    let pipeline = |query: &Query| {
+        with_tokens(options, ctx, |tok| {
+            run_all(raws, options, query, tok, ctx.summarizer)
+        })
+    };
+    // A caller's counter has no identity a cache key could hold: its summaries are not
+    // cached (the cache comes back unchanged).
+    let Some(cache) = cache.filter(|_| ctx.counter.is_none()) else {
+        return pipeline(&query);
+    };
+    let warning = cache.warning().map(str::to_string);
+    query.memo = cache::Memo::with_cache(std::mem::take(cache));
+    let result = pipeline(&query);
+    // The cache comes back whatever happened (an error leaves it as it was, plus what the
+    // call computed before failing: every entry is still correct).
+    if let Some(back) = query.memo.take_cache(options.cache_limit) {
+        *cache = back;
+    }
+    let mut plan = result?;
+    let (hits, misses) = query.memo.counts();
+    plan.stats.cache_hits = Some(hits);
+    plan.stats.cache_misses = Some(misses);
+    if let Some(w) = warning {
+        plan.stats.warnings.insert(0, w);
+    }
+    Ok(plan)
+}
+
+fn compress_json_inner(
+    json: &str,
+    options: &CompressOptions,
+    ctx: &CompressContext<'_>,
+    cache: Option<&mut CompressCache>,
+) -> Result<CompressJsonOutput, Error> {
     let doc = RawDocument::parse(json)?;
-    let query = build_query(&doc.messages, options, ctx.embedder)?;
-    let plan = with_tokens(options, &ctx, |tok| {
-        run_all(&doc.messages, options, &query, tok, ctx.summarizer)
-    })?;
+    let plan = run_cached(&doc.messages, options, ctx, cache)?;
     let text = doc.write_messages(
         json.len(),
         plan.messages.iter().map(|p| match p {
@@ -342,7 +482,7 @@ pub fn summary_requests_json(
         ..options.clone()
     };
     with_tokens(&options, &ctx, |tok| {
-        run(&doc.messages, &options, &query, tok).map(|p| p.requests)
+        prefix::run(&doc.messages, &options, &query, tok).map(|p| p.requests)
     })
 }
 
@@ -405,13 +545,13 @@ fn run_all(
     summarizer: Option<&dyn Summarizer>,
 ) -> Result<Plan, Error> {
     let Some(summarizer) = summarizer.filter(|_| options.method.is_abstractive()) else {
-        return run(raws, options, query, tok);
+        return prefix::run(raws, options, query, tok);
     };
     let phase1 = CompressOptions {
         summaries: None,
         ..options.clone()
     };
-    let requests = run(raws, &phase1, query, tok)?.requests;
+    let requests = prefix::run(raws, &phase1, query, tok)?.requests;
     let mut summaries = options.summaries.clone().unwrap_or_default();
     let mut failures = Vec::new();
     for r in &requests {
@@ -429,7 +569,7 @@ fn run_all(
         summaries: Some(summaries),
         ..options.clone()
     };
-    let mut plan = run(raws, &phase2, query, tok)?;
+    let mut plan = prefix::run(raws, &phase2, query, tok)?;
     let stats = plan.stats.summarizer.get_or_insert_with(Default::default);
     stats.requested = requests.len();
     stats.failed = failures.len();
@@ -675,7 +815,7 @@ fn plan(
     for (i, value) in values.iter().enumerate() {
         let name = match value.get("id").and_then(Value::as_str) {
             Some(id) => id.to_string(),
-            None => format!("msg_{i}"),
+            None => format!("msg_{}", i + tuning.offset),
         };
         for text in tool_outputs(value, views[i].role() == Some(Role::Tool)) {
             if let Ok(v @ (Value::Object(_) | Value::Array(_))) =
@@ -686,17 +826,22 @@ fn plan(
         }
     }
     // Budget-fill mode lists key tokens; those of the messages kept verbatim are not repeated.
-    let known: HashSet<String> = if tuning.level.fill {
+    let known: Known = if tuning.level.fill {
         let kept: Vec<String> = (0..n)
             .filter(|&i| preserved[i])
             .map(|i| message_text(&values[i]))
             .collect();
-        keys::extract(&kept.join("\n"))
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
+        Known::new(
+            terms
+                .memo
+                .keys(&kept.join("\n"))
+                .iter()
+                .map(|(k, _)| k.clone())
+                .collect(),
+            terms,
+        )
     } else {
-        HashSet::new()
+        Known::new(HashSet::new(), terms)
     };
     let mut truncations = tuning.truncate_oldest;
     for (u, unit) in units.iter().enumerate() {
@@ -726,7 +871,7 @@ fn plan(
             fill_fate(unit, level, terms, &known, &seen, options)
         } else if options.preserve_code && fences::has_fence(t) {
             if fences::prose_chars(t) >= 80 {
-                match summarize::code_split(t, level, terms) {
+                match cached_code_split(t, level, terms, &known) {
                     Some(body) => Fate::Replace {
                         body,
                         action: "code_split",
@@ -740,7 +885,9 @@ fn plan(
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ (Value::Object(_) | Value::Array(_))) => Fate::Replace {
                     body: if tuning.lossy_json {
-                        summarize::json(&v, level, t.chars().count(), terms)
+                        known.cached("json", t, level, terms, || {
+                            summarize::json(&v, level, t.chars().count(), terms)
+                        })
                     } else {
                         summarize::json_compact(
                             &v,
@@ -753,13 +900,17 @@ fn plan(
                     action: "summarized",
                 },
                 _ if detect::is_structured(t) => Fate::Replace {
-                    body: summarize::structured(t, level),
+                    body: known.cached("structured", t, level, terms, || {
+                        summarize::structured(t, level)
+                    }),
                     action: "summarized",
                 },
                 _ => match detect::hard(t) {
                     Some(h) => Fate::Keep(format!("hard verbatim: {}", h.as_str())),
                     None => Fate::Replace {
-                        body: summarize::prose(t, level, terms),
+                        body: known.cached("prose", t, level, terms, || {
+                            summarize::prose(t, level, terms)
+                        }),
                         action: "summarized",
                     },
                 },
@@ -768,7 +919,9 @@ fn plan(
             Fate::Keep(format!("hard verbatim: {}", h.as_str()))
         } else {
             Fate::Replace {
-                body: summarize::prose(t, level, terms),
+                body: known.cached("prose", t, level, terms, || {
+                    summarize::prose(t, level, terms)
+                }),
                 action: "summarized",
             }
         };
@@ -823,7 +976,7 @@ fn plan(
     let name = |i: usize| -> String {
         match values[i].get("id").and_then(Value::as_str) {
             Some(id) => id.to_string(),
-            None => format!("msg_{i}"),
+            None => format!("msg_{}", i + tuning.offset),
         }
     };
     let mut i = 0;
@@ -838,7 +991,7 @@ fn plan(
             for g in fold.clone().rev() {
                 let text = message_text(&values[g]);
                 chars += text.chars().count();
-                for k in summarize::fill_keys(&text, &known) {
+                for k in known.fill_keys(&text, terms) {
                     if listed.insert(k.clone()) {
                         candidates.push(k);
                     }
@@ -897,7 +1050,9 @@ fn plan(
             let body = if level.fill {
                 fill_prose(&joined, level, terms, &known)
             } else {
-                summarize::prose(&joined, level, terms)
+                known.cached("prose", &joined, level, terms, || {
+                    summarize::prose(&joined, level, terms)
+                })
             };
             let mut marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
@@ -933,7 +1088,11 @@ fn plan(
                         *g,
                         None,
                         if *g == i { "summarized" } else { "merged" },
-                        format!("merged with messages {i}..{}", end - 1),
+                        format!(
+                            "merged with messages {}..{}",
+                            i + tuning.offset,
+                            end - 1 + tuning.offset
+                        ),
                     );
                 }
                 i = end;
@@ -971,7 +1130,12 @@ fn plan(
                         None => format!("[dup#{id}: same as {} — {size} chars]", name(of)),
                         Some(s) => format!("[dup#{id}: ~{s}% like {} — {size} chars]", name(of)),
                     };
-                    Some((text, "deduped", format!("duplicate of message {of}"), None))
+                    Some((
+                        text,
+                        "deduped",
+                        format!("duplicate of message {}", of + tuning.offset),
+                        None,
+                    ))
                 }
                 Some(Fate::Replace { body, action }) => {
                     let text = format!("[summary#{id}: {body}]");
@@ -1067,6 +1231,9 @@ fn plan(
     } else {
         stats.tokens_before as f64 / stats.tokens_after as f64
     };
+    for d in &mut trace {
+        d.index += tuning.offset;
+    }
     trace.sort_by_key(|d| (d.index, d.block));
     Ok(Plan {
         messages: out,
@@ -1183,7 +1350,7 @@ fn fill_fate(
     unit: &Unit,
     level: summarize::Level,
     terms: &Query,
-    known: &HashSet<String>,
+    known: &Known,
     seen: &summarize::SeenValues,
     options: &CompressOptions,
 ) -> Fate {
@@ -1195,7 +1362,7 @@ fn fill_fate(
         action: "summarized",
     };
     if options.preserve_code && fences::has_fence(t) {
-        return match summarize::code_split(t, level, terms) {
+        return match cached_code_split(t, level, terms, known) {
             Some(body) => Fate::Replace {
                 body,
                 action: "code_split",
@@ -1211,7 +1378,7 @@ fn fill_fate(
             if all.chars().count() <= budget {
                 return summarized(all);
             }
-            let candidates = summarize::fill_keys(t, known);
+            let candidates = known.fill_keys(t, terms);
             let compact =
                 summarize::json_compact(&v, level, seen, unit.msg, options.preserve_numbers);
             if compact.chars().count() <= budget {
@@ -1222,7 +1389,10 @@ fn fill_fate(
             return summarized(summarize::fill(body, &candidates, budget));
         }
         if detect::is_structured(t) {
-            return summarized(summarize::structured(t, summarize::Level::exact(budget)));
+            let level = summarize::Level::exact(budget);
+            return summarized(known.cached("structured", t, level, terms, || {
+                summarize::structured(t, level)
+            }));
         }
     }
     summarized(fill_prose(t, level, terms, known))
@@ -1230,21 +1400,130 @@ fn fill_fate(
 
 /// Budget-fill prose: the best sentences, then the key tokens they left out, within
 /// `level.ratio` of the text.
-fn fill_prose(
+fn fill_prose(text: &str, level: summarize::Level, terms: &Query, known: &Known) -> String {
+    known.cached_with_known("fill_prose", text, level, terms, || {
+        let budget = level.budget(text.chars().count());
+        let candidates = known.fill_keys(text, terms);
+        let share = summarize::sentence_share(&candidates, budget);
+        let body = if share == 0 {
+            String::new()
+        } else {
+            summarize::prose(text, summarize::Level::exact(share), terms)
+        };
+        summarize::fill(body, &candidates, budget)
+    })
+}
+
+/// The key tokens of the messages kept verbatim (budget-fill mode), with the fingerprints
+/// cache keys need.
+struct Known {
+    set: HashSet<String>,
+    /// The sorted set, hashed (budget-fill summaries depend on it).
+    fp: String,
+    /// The query's fingerprint.
+    query: String,
+}
+
+impl Known {
+    fn new(set: HashSet<String>, terms: &Query) -> Known {
+        let (fp, query) = if terms.memo.has_cache() {
+            let mut sorted: Vec<&str> = set.iter().map(String::as_str).collect();
+            sorted.sort_unstable();
+            (
+                cache::key(&[sorted.join("\u{0}").as_bytes()]),
+                terms.fingerprint(),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        Known { set, fp, query }
+    }
+
+    /// [`summarize::fill_keys`] over the call's memo.
+    fn fill_keys(&self, text: &str, terms: &Query) -> Vec<String> {
+        terms
+            .memo
+            .keys(text)
+            .iter()
+            .filter(|(k, kind)| {
+                (*kind != keys::KeyKind::Code || k.len() <= 40) && !self.set.contains(k)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// A summary of `text` at `level` from the cache (keyed by the summariser, the text, the
+    /// level and the query), else computed.
+    fn cached(
+        &self,
+        tag: &str,
+        text: &str,
+        level: summarize::Level,
+        terms: &Query,
+        f: impl FnOnce() -> String,
+    ) -> String {
+        terms.memo.text(
+            &[
+                tag.as_bytes(),
+                text.as_bytes(),
+                &level_bytes(level),
+                self.query.as_bytes(),
+            ],
+            f,
+        )
+    }
+
+    /// As [`cached`](Self::cached), also keyed by the key tokens kept verbatim.
+    fn cached_with_known(
+        &self,
+        tag: &str,
+        text: &str,
+        level: summarize::Level,
+        terms: &Query,
+        f: impl FnOnce() -> String,
+    ) -> String {
+        terms.memo.text(
+            &[
+                tag.as_bytes(),
+                text.as_bytes(),
+                &level_bytes(level),
+                self.query.as_bytes(),
+                self.fp.as_bytes(),
+            ],
+            f,
+        )
+    }
+}
+
+/// A level as bytes (cache keys): every field that changes a summary.
+fn level_bytes(level: summarize::Level) -> Vec<u8> {
+    let mut b = Vec::with_capacity(33);
+    b.extend_from_slice(&level.ratio.to_bits().to_le_bytes());
+    b.extend_from_slice(&(level.min_chars as u64).to_le_bytes());
+    b.extend_from_slice(&(level.max_chars as u64).to_le_bytes());
+    b.extend_from_slice(&(level.max_keys as u64).to_le_bytes());
+    b.push(u8::from(level.fill));
+    b
+}
+
+/// [`summarize::code_split`] through the cache (`None` stored as an empty marker).
+fn cached_code_split(
     text: &str,
     level: summarize::Level,
     terms: &Query,
-    known: &HashSet<String>,
-) -> String {
-    let budget = level.budget(text.chars().count());
-    let candidates = summarize::fill_keys(text, known);
-    let share = summarize::sentence_share(&candidates, budget);
-    let body = if share == 0 {
-        String::new()
-    } else {
-        summarize::prose(text, summarize::Level::exact(share), terms)
-    };
-    summarize::fill(body, &candidates, budget)
+    known: &Known,
+) -> Option<String> {
+    let v = known.cached(
+        "code_split",
+        text,
+        level,
+        terms,
+        || match summarize::code_split(text, level, terms) {
+            Some(s) => format!("1{s}"),
+            None => "0".into(),
+        },
+    );
+    v.strip_prefix('1').map(str::to_string)
 }
 
 /// Estimated tokens of messages' texts.
@@ -1364,6 +1643,10 @@ fn build_query(
     let (Some(q), Some(embedder)) = (options.query.as_deref(), embedder) else {
         return Ok(query);
     };
+    query.cosine_source = format!(
+        "{q}\u{0}{}",
+        serde_json::to_string(embedder.identity()).unwrap_or_default()
+    );
     let mut unique: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for (i, raw) in raws.iter().enumerate() {
         let value: Value = serde_json::from_str(raw.get())

@@ -64,7 +64,24 @@ pub struct CompressOptions {
     /// protocol, see [`super::method`]): each used in place of the deterministic summary when
     /// non-empty and shorter than the original. Default none.
     pub summaries: Option<Summaries>,
+    /// Prefix-stable mode: re-compressing the same conversation grown by new messages leaves
+    /// every message of the earlier result's frozen prefix byte-identical (provider prompt
+    /// caches keep hitting). The messages before the recency window are compressed in fixed
+    /// blocks of [`PREFIX_BLOCK`] messages from the start, each block on its own (dedup,
+    /// merges and JSON references stay inside it); a block is compressed once all its
+    /// messages are older than the recency window, and never changes after; the messages
+    /// after the last full block are kept verbatim. `stats.prefixMessages` is the frozen
+    /// prefix's length in output messages. Under a budget the stable output is used while it
+    /// fits; when it does not, the conversation is compressed as a whole (`stats.prefixStable:
+    /// false` and a warning). Default false.
+    pub prefix_stable: bool,
+    /// The most entries the incremental cache keeps (the least recently used are evicted).
+    /// Default 10,000.
+    pub cache_limit: usize,
 }
+
+/// How many messages a prefix-stable block holds (see [`CompressOptions::prefix_stable`]).
+pub const PREFIX_BLOCK: usize = 4;
 
 impl Default for CompressOptions {
     fn default() -> Self {
@@ -87,6 +104,8 @@ impl Default for CompressOptions {
             token_counter: TokenCounterKind::Estimate,
             method: Method::Extractive,
             summaries: None,
+            prefix_stable: false,
+            cache_limit: super::cache::DEFAULT_CACHE_LIMIT,
         }
     }
 }

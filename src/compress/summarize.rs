@@ -97,6 +97,11 @@ pub struct Query {
     pub terms: HashSet<String>,
     /// Cosine of the query with each sentence, when an embedder was given.
     pub cosines: HashMap<String, f32>,
+    /// What identifies the cosines (the query text and the embedder's identity), for cache
+    /// keys; empty without an embedder.
+    pub(crate) cosine_source: String,
+    /// The call's memo and cache (see `cache.rs`).
+    pub(crate) memo: super::cache::Memo,
 }
 
 impl Query {
@@ -108,6 +113,14 @@ impl Query {
     /// Whether `word` (lower-cased) is a query term.
     pub fn contains(&self, word: &str) -> bool {
         self.terms.contains(word)
+    }
+
+    /// What a summary depends on besides its text and level: the sorted terms and the source
+    /// of the cosines (cache keys).
+    pub(crate) fn fingerprint(&self) -> String {
+        let mut terms: Vec<&str> = self.terms.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        format!("{}\u{0}{}", terms.join(" "), self.cosine_source)
     }
 }
 
@@ -127,6 +140,8 @@ pub fn query_terms(query: Option<&str>) -> Query {
             })
             .unwrap_or_default(),
         cosines: HashMap::new(),
+        cosine_source: String::new(),
+        memo: super::cache::Memo::default(),
     }
 }
 
@@ -159,7 +174,7 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
         .enumerate()
         .map(|(i, s)| {
             let t = &text[s.span.clone()];
-            let mut score = score_sentence(t) + relevance(t, terms);
+            let mut score = terms.memo.score(t, || score_sentence(t)) + relevance(t, terms);
             // Position (seed 004): a paragraph's first sentence, the first and last paragraphs.
             if s.index == 0 {
                 score += 1.0;
@@ -207,7 +222,7 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
             let t = &text[sents[*i].span.clone()];
             chosen.clear();
             let cut = cut_at_word(t, budget);
-            return with_keys(cut, text, level.max_keys);
+            return with_keys(cut, text, level.max_keys, terms);
         }
         used += len;
         chosen.push(*i);
@@ -218,7 +233,7 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
         .map(|i| text[sents[*i].span.clone()].trim())
         .collect::<Vec<_>>()
         .join(" ");
-    with_keys(body, text, level.max_keys)
+    with_keys(body, text, level.max_keys, terms)
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`.
@@ -239,11 +254,16 @@ pub fn cut_at_word(text: &str, max: usize) -> String {
 }
 
 /// Appends the key tokens of `original` that `body` does not contain (up to `max`).
-fn with_keys(body: String, original: &str, max: usize) -> String {
-    let missing: Vec<String> = keys::extract(original)
-        .into_iter()
+fn with_keys(body: String, original: &str, max: usize, terms: &Query) -> String {
+    if max == 0 {
+        return body;
+    }
+    let missing: Vec<String> = terms
+        .memo
+        .keys(original)
+        .iter()
         .filter(|(k, kind)| *kind != KeyKind::Code || k.len() <= 40)
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.clone())
         .filter(|k| !keys::contains_token(&body, k))
         .take(max)
         .collect();

@@ -210,6 +210,14 @@ fn is_separator(c: char) -> bool {
 /// ]);
 /// ```
 pub fn extract(text: &str) -> Vec<(String, KeyKind)> {
+    extract_with(text, &mut classify)
+}
+
+/// [`extract`] with the token classifier given (`compress` passes a memoised [`classify`]).
+pub fn extract_with(
+    text: &str,
+    classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
+) -> Vec<(String, KeyKind)> {
     let mut out: Vec<(String, KeyKind)> = Vec::new();
     // foldhash: this set is probed for every token of every sentence scored (SipHash, std's
     // default, was a fifth of compress's time in wasm).

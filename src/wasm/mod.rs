@@ -10,8 +10,9 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::compress::{
-    bad_count, compress_json_in, compress_json_with, summary_requests_json, uncompress_json,
-    CompressContext, CompressOptions, TokenCounter,
+    bad_count, compress_json_cached, compress_json_in, compress_json_with, prepare_context_json,
+    summary_requests_json, uncompress_json, CompressCache, CompressContext, CompressOptions,
+    PrepareOptions, TokenCounter,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
@@ -474,6 +475,138 @@ fn trace_js(trace: &Option<Vec<crate::compress::Decision>>) -> Result<JsValue, J
         Some(t) => to_js(t),
         None => Ok(JsValue::UNDEFINED),
     }
+}
+
+/// Reads the incremental cache at `options.cache`: `undefined`/`null` (a new cache), JSON
+/// text, or the object a previous result returned.
+fn read_cache(cache: &JsValue) -> Result<CompressCache, JsValue> {
+    const PATH: &str = "options.cache";
+    if cache.is_undefined() || cache.is_null() {
+        return Ok(CompressCache::new());
+    }
+    let json = match cache.as_string() {
+        Some(s) => s,
+        None if cache.is_object() && !Array::is_array(cache) => stringify(cache, PATH)?,
+        None => {
+            return Err(js_error(Error::new(
+                ErrorKind::InvalidOptions,
+                PATH,
+                "expected a cache object (result.cache) or its JSON text",
+            )))
+        }
+    };
+    CompressCache::from_json(&json, PATH).map_err(js_error)
+}
+
+/// `compressCached(input, options, cache)`: `compress` (an array of messages) or
+/// `compressJson` (JSON text) over the incremental cache; the result carries the updated
+/// `cache` (a plain object) and the cache counts in `stats`.
+#[wasm_bindgen(js_name = compressCached)]
+pub fn compress_cached(
+    input: JsValue,
+    options: JsValue,
+    cache: JsValue,
+) -> Result<JsValue, JsValue> {
+    compress_cached_inner(input, options, cache, None)
+}
+
+/// `compressCachedWithEmbedder(input, options, cache, embedder)`: `compressCached` with query
+/// relevance by embedding cosine.
+#[wasm_bindgen(js_name = compressCachedWithEmbedder)]
+pub fn compress_cached_with_embedder(
+    input: JsValue,
+    options: JsValue,
+    cache: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    compress_cached_inner(input, options, cache, Some(embedder.embedder()))
+}
+
+fn compress_cached_inner(
+    input: JsValue,
+    options: JsValue,
+    cache: JsValue,
+    embedder: Option<&Embedder>,
+) -> Result<JsValue, JsValue> {
+    let text_in = input.as_string();
+    let json = match &text_in {
+        Some(s) => s.clone(),
+        None if Array::is_array(&input) => stringify(&input, "messages")?,
+        None => {
+            return Err(js_error(Error::new(
+                ErrorKind::InvalidInput,
+                "messages",
+                "expected an array of messages or JSON text",
+            )))
+        }
+    };
+    let options = read_compress_options(&options)?;
+    let mut cache = read_cache(&cache)?;
+    let out = compress_json_cached(&json, &options, embedder, &mut cache).map_err(js_error)?;
+    let trace = match &out.trace {
+        Some(t) => to_js(t)?,
+        None => JsValue::UNDEFINED,
+    };
+    let cache = JSON::parse(&cache.to_json())?;
+    if text_in.is_some() {
+        result_object(&[
+            ("json", out.json.into()),
+            ("verbatim", out.verbatim.into()),
+            ("stats", to_js(&out.stats)?),
+            ("trace", trace),
+            ("cache", cache),
+        ])
+    } else {
+        result_object(&[
+            ("messages", JSON::parse(&out.json)?),
+            ("verbatim", JSON::parse(&out.verbatim)?),
+            ("stats", to_js(&out.stats)?),
+            ("trace", trace),
+            ("cache", cache),
+        ])
+    }
+}
+
+fn read_prepare_options(options: &JsValue) -> Result<PrepareOptions, JsValue> {
+    match optional_json(options, "options")? {
+        None => PrepareOptions::from_value(&serde_json::Value::Null).map_err(js_error),
+        Some(json) => PrepareOptions::from_json(&json).map_err(js_error),
+    }
+}
+
+/// `prepareContext(chunks, options)`: a token budget shared across chunks by relevance, each
+/// compressed to its share: `{text, chunks, stats}`.
+#[wasm_bindgen(js_name = prepareContext)]
+pub fn prepare_context(chunks: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    prepare_inner(chunks, options, None)
+}
+
+/// `prepareContextWithEmbedder(chunks, options, embedder)`: relevance by embedding cosine.
+#[wasm_bindgen(js_name = prepareContextWithEmbedder)]
+pub fn prepare_context_with_embedder(
+    chunks: JsValue,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    prepare_inner(chunks, options, Some(embedder.embedder()))
+}
+
+fn prepare_inner(
+    chunks: JsValue,
+    options: JsValue,
+    embedder: Option<&Embedder>,
+) -> Result<JsValue, JsValue> {
+    if !Array::is_array(&chunks) {
+        return Err(js_error(Error::new(
+            ErrorKind::InvalidInput,
+            "chunks",
+            "expected an array of chunks (strings or {id, text} objects)",
+        )));
+    }
+    let options = read_prepare_options(&options)?;
+    let json = stringify(&chunks, "chunks")?;
+    let out = prepare_context_json(&json, &options, embedder).map_err(js_error)?;
+    to_js(&out)
 }
 
 /// `uncompress(messages, verbatim)`: the original messages back.

@@ -158,10 +158,14 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
     ['src/retrieve/results.rs', 'QueryResult', 'SearchResult'],
     ['src/retrieve/results.rs', 'QueryOutput', 'QueryResult'],
     ['src/retrieve/mod.rs', 'Chunk', 'Chunk'],
+    ['src/compress/prepare.rs', 'PrepareOptions', 'PrepareContextOptions'],
+    ['src/compress/prepare.rs', 'ChunkReport', 'ChunkReport'],
+    ['src/compress/prepare.rs', 'PrepareStats', 'PrepareContextStats'],
+    ['src/compress/prepare.rs', 'PrepareOutput', 'PrepareContextResult'],
   ];
   // Keys that exist only on the JS side: the embedder object and the callbacks are passed to
-  // wasm separately.
-  const jsOnly = { CompressOptions: ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency'] };
+  // wasm separately, and the cache is its own argument of compressCached.
+  const jsOnly = { CompressOptions: ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency', 'cache'], PrepareContextOptions: ['embedder'] };
   for (const [file, rust, ts] of pairs) {
     const r = rustKeys(file, rust);
     assert.ok(r.length > 0, `${rust}: no fields read`);

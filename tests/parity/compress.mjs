@@ -16,7 +16,8 @@ const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 
 const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 },
-  { method: 'hierarchical', targetRatio: 0.3 }];
+  { method: 'hierarchical', targetRatio: 0.3 },
+  { prefixStable: true }, { prefixStable: true, targetRatio: 0.25, recencyWindow: 2 }];
 const cases = [];
 for (const file of fixtures) {
   for (const line of readFileSync(file, 'utf8').split('\n')) {
@@ -56,4 +57,24 @@ cases.forEach((c, i) => {
   }
 });
 console.log(`parity compress: ${cases.length - failures} of ${cases.length} cases identical (native CLI vs wasm in Node)`);
+
+// prepareContext: each record's string contents as chunks, at a few budgets.
+const prep = [];
+for (const c of cases.filter((x) => x.id.endsWith('#0'))) {
+  const chunks = c.messages.map((m) => m.content).filter((t) => typeof t === 'string');
+  for (const tokenBudget of [0, 50, 400]) prep.push({ id: `${c.id}@${tokenBudget}`, chunks, options: { tokenBudget, query: 'error config' } });
+}
+const prepNative = execFileSync(binary, ['prepare'], { input: prep.map((p) => JSON.stringify(p)).join('\n') + '\n', maxBuffer: 1 << 30 })
+  .toString().trimEnd().split('\n').map((l) => JSON.parse(l));
+let prepFailures = 0;
+prep.forEach((p, i) => {
+  const w = condense.prepareContext(p.chunks, p.options);
+  const n = prepNative[i];
+  if (n.text !== w.text || JSON.stringify(n.chunks) !== JSON.stringify(w.chunks) || JSON.stringify(n.stats) !== JSON.stringify(w.stats)) {
+    prepFailures++;
+    console.error(`parity: prepareContext differs on ${p.id}`);
+  }
+});
+failures += prepFailures;
+console.log(`parity prepareContext: ${prep.length - prepFailures} of ${prep.length} cases identical (native CLI vs wasm in Node)`);
 process.exit(failures === 0 ? 0 : 1);

@@ -4,7 +4,7 @@
 import {
   applyWatermark, applyWatermarkJson, validate, compress, compressJson, uncompress, version, ready,
   Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder, CondenseError, ERROR_CODES,
-  watermarkRequest, compressRequest, prepareRequest, createWorker,
+  watermarkRequest, compressRequest, prepareRequest, createWorker, prepareContext,
 } from 'condense-ctx';
 import type {
   Message, ContentBlock, ToolCall, ErrorCode, WatermarkState, WatermarkOptions, WatermarkStats, Warning,
@@ -14,7 +14,7 @@ import type {
   Candidate, WatermarkRequestOptions, CompressRequestOptions, WatermarkRequestResult,
   CompressRequestResult, PrepareRequestOptions, PrepareRequestResult, Savings, WorkerOptions,
   CondenseWorker, WorkerIndex, WorkerEmbedder, LoadEmbedderOptions, LoadProgress,
-  TokenCounterKind, CompressMethod, SummaryRequest, Summarizer, SummarizerStats, WorkerCompressOptions,
+  TokenCounterKind, CompressMethod, SummaryRequest, Summarizer, SummarizerStats, WorkerCompressOptions, CompressCache, ContextChunk, PrepareContextOptions, ChunkReport, PrepareContextStats, PrepareContextResult,
 } from 'condense-ctx';
 import { init, CondenseError as ManualError } from 'condense-ctx/manual';
 import type { InitOptions, Condense } from 'condense-ctx/manual';
@@ -79,7 +79,7 @@ const workerCompressOptions: Required<WorkerCompressOptions> = {
   preserveRoles: ['system'], recencyWindow: 2, minChars: 80, dedup: true, fuzzyDedup: true, fuzzyThreshold: 0.9,
   preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
   targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
-  tokenCounter: counterKind, method, summaries: { abc: 'a summary' },
+  tokenCounter: counterKind, method, summaries: { abc: 'a summary' }, cache: null, cacheLimit: 5000, prefixStable: false,
 };
 const summarizer: Summarizer = async (text: string, r: SummaryRequest): Promise<string> => {
   const covered: Covers<SummaryRequest, 'id' | 'targetTokens' | 'originalTokens' | 'role' | 'kind' | 'index' | 'block'
@@ -99,14 +99,24 @@ const summarizerStats = (s?: SummarizerStats): number => {
 };
 read(pending.then((r) => summarizerStats(r.stats.summarizer)), pendingJson.then((r) => r.stats.warnings));
 const c: CompressResult = compress(messages, { ...workerCompressOptions, countTokens: (text: string) => text.length });
-const cCovered: Covers<CompressResult, 'messages' | 'verbatim' | 'stats' | 'trace'> = true;
+const cCovered: Covers<CompressResult, 'messages' | 'verbatim' | 'stats' | 'trace' | 'cache'> = true;
+// The incremental cache: the previous result's cache (or its JSON text) into the next call.
+const first: CompressResult = compress(messages, { cache: null, cacheLimit: 5000 });
+const cache1: CompressCache | undefined = first.cache;
+const again: CompressResult = compress(messages, { cache: cache1 ?? null, prefixStable: true });
+const cacheText: string = JSON.stringify(again.cache);
+const cacheCovered: Covers<CompressCache, 'version' | 'engine' | 'generation' | 'checksum' | 'entries'> = true;
+const cacheOf = (k: CompressCache): number => read(cacheCovered, k.version, k.engine, k.generation, k.checksum,
+  k.entries.map((e) => e.key + e.value + e.used));
+read(cacheOf(again.cache!), compressJson(JSON.stringify(messages), { cache: cacheText }).cache);
 function statsOfCompress(s: CompressStats): number {
   const covered: Covers<CompressStats, 'messagesBefore' | 'messagesAfter' | 'tokensBefore' | 'tokensAfter' | 'ratio' | 'preserved'
     | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
-    | 'escalation' | 'level' | 'summarizer' | 'warnings'> = true;
+    | 'escalation' | 'level' | 'summarizer' | 'cacheHits' | 'cacheMisses' | 'prefixStable' | 'prefixMessages' | 'warnings'> = true;
   const budget: number | null = s.budget;
   const fits: boolean | null = s.fits;
   const warnings: string[] | undefined = s.warnings;
+  read(s.cacheHits, s.cacheMisses, s.prefixStable, s.prefixMessages);
   return read(covered, budget, fits, warnings, s.level, summarizerStats(s.summarizer), s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
     + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.condensedCalls + s.folded + s.escalation);
 }
@@ -116,9 +126,24 @@ const decision = (d: Decision): string => {
 };
 const restored: Message[] = uncompress(c.messages, c.verbatim);
 const cj: CompressJsonResult = compressJson(JSON.stringify(messages), { recencyWindow: 0 });
-const cjCovered: Covers<CompressJsonResult, 'json' | 'verbatim' | 'stats' | 'trace'> = true;
+const cjCovered: Covers<CompressJsonResult, 'json' | 'verbatim' | 'stats' | 'trace' | 'cache'> = true;
 const restoredText: string = uncompress(cj.json, cj.verbatim);
-read(cCovered, cjCovered, statsOfCompress(c.stats), c.trace?.map(decision), restored, statsOfCompress(cj.stats), cj.trace, restoredText);
+read(cCovered, cjCovered, statsOfCompress(c.stats), c.trace?.map(decision), restored, statsOfCompress(cj.stats), cj.trace, restoredText, cj.cache);
+
+// ------------------------------------------------------------------ prepareContext
+const chunks: ContextChunk[] = ['plain text chunk', { id: 'auth', text: 'Tokens rotate every 24 hours.', source: 'docs' }, { id: 7, text: 'x' }];
+const pcOptions: Required<PrepareContextOptions> = { tokenBudget: 50, query: 'token rotation', separator: '\n---\n', embedder: lexicalEmbedder() };
+const pc: PrepareContextResult = prepareContext(chunks, pcOptions);
+const pcCovered: Covers<PrepareContextResult, 'text' | 'chunks' | 'stats'> = true;
+const chunkOf = (r: ChunkReport): number => {
+  const covered: Covers<ChunkReport, 'id' | 'relevance' | 'share' | 'tokensBefore' | 'tokensAfter' | 'compressed' | 'dropped'> = true;
+  return read(covered, r.id, r.relevance, r.share, r.tokensBefore, r.tokensAfter, r.compressed, r.dropped);
+};
+const pcStats = (s: PrepareContextStats): number => {
+  const covered: Covers<PrepareContextStats, 'tokensBefore' | 'tokensAfter' | 'budget' | 'fits' | 'compressed' | 'dropped'> = true;
+  return read(covered, s.tokensBefore, s.tokensAfter, s.budget, s.fits, s.compressed, s.dropped);
+};
+read(pcCovered, pc.text, pc.chunks.map(chunkOf), pcStats(pc.stats), prepareContext(['a'], { tokenBudget: 1 }));
 
 // ------------------------------------------------------------------ errors
 try {
@@ -203,9 +228,11 @@ const crOptions: Required<CompressRequestOptions> = {
   preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, tokenBudget: null, targetRatio: 0.5,
   minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
   tokenCounter: 'estimate', countTokens: (text: string) => text.length, method: 'extractive', summaries: null,
+  cache: null, cacheLimit: 100, prefixStable: true,
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
-const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace'> = true;
+const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace' | 'cache'> = true;
+read(cr.cache?.generation);
 const prOptions: Required<PrepareRequestOptions> = { provider: 'anthropic', state, watermark: { placeholder: true }, compress: false };
 const pr: PrepareRequestResult = prepareRequest(body, prOptions);
 const prCovered: Covers<PrepareRequestResult, 'body' | 'state' | 'verbatim' | 'watermark' | 'compress' | 'savings'> = true;
@@ -239,6 +266,8 @@ async function inWorker(): Promise<void> {
   const vw: Validation = await worker.validate(messages);
   const uw: Message[] = await worker.uncompress(cw.messages, cw.verbatim);
   const uwj: string = await worker.uncompress(cwj.json, cwj.verbatim);
+  const pw: PrepareContextResult = await worker.prepareContext(chunks, { tokenBudget: 20, query: 'tokens' });
+  read(pw);
   const rw: QueryResult = await worker.compressResults([candidate], 'text', { topN: 1 });
   const ew: Float32Array[] = await worker.embed(['x']);
   const a: WatermarkRequestResult = await worker.watermarkRequest(body, null, { provider: 'anthropic' });
