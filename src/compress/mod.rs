@@ -36,6 +36,7 @@ mod json;
 mod options;
 pub mod summarize;
 mod uncompress;
+mod values;
 
 use budget::{run, Tuning};
 use summarize::Query;
@@ -308,6 +309,23 @@ struct Plan {
     verbatim: BTreeMap<String, Vec<usize>>,
     stats: CompressStats,
     trace: Option<Vec<Decision>>,
+}
+
+impl Plan {
+    /// The output's text as the budget counts it (messages joined by newlines).
+    fn text(&self, raws: &[&RawValue]) -> Result<String, Error> {
+        let mut parts = Vec::with_capacity(self.messages.len());
+        for o in &self.messages {
+            let t = match o {
+                Out::Keep(i) => raws.get(*i).map(|r| r.get()).unwrap_or("null"),
+                Out::New(t) => t.as_str(),
+            };
+            let v: Value = serde_json::from_str(t)
+                .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))?;
+            parts.push(message_text(&v));
+        }
+        Ok(parts.join("\n"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -618,10 +636,20 @@ fn plan(
         if i == fold.start && !fold.is_empty() {
             let id = hash::short_id(fold.clone().map(|g| raws[g].get()));
             let id = id[..8].to_string();
-            // Key tokens newest message first: what the next turn most likely needs.
+            // What the next turn most likely needs first: the values of the folded tool
+            // outputs, newest first, then the key tokens of every folded message, newest first.
             let mut chars = 0;
             let mut candidates: Vec<String> = Vec::new();
             let mut listed: HashSet<String> = HashSet::new();
+            for g in fold.clone().rev() {
+                for text in tool_outputs(&values[g], views[g].role() == Some(Role::Tool)) {
+                    for k in values::tool_values(text) {
+                        if !known.contains(&k) && listed.insert(k.clone()) {
+                            candidates.push(k);
+                        }
+                    }
+                }
+            }
             for g in fold.clone().rev() {
                 let text = message_text(&values[g]);
                 chars += text.chars().count();
@@ -634,13 +662,8 @@ fn plan(
             let budget = tuning
                 .fold_chars
                 .unwrap_or_else(|| tuning.level.budget(chars));
-            let body = summarize::fill(String::new(), &candidates, budget);
             let count = fold.len();
-            let text = if body.is_empty() {
-                format!("[summary#{id}: {count} messages folded]")
-            } else {
-                format!("[summary#{id}: {count} messages folded | {body}]")
-            };
+            let text = format!("[summary#{id}: {}]", fold_body(count, &candidates, budget));
             let before: usize = texts_tokens(fold.clone().map(|g| &values[g]));
             if estimate_tokens(&text) >= before {
                 // Size guard: the run stays as it is.
@@ -904,6 +927,19 @@ fn fill_fate(
         if detect::is_structured(t) {
             return summarized(summarize::structured(t, summarize::Level::exact(budget)));
         }
+        // Other tool output: its values (both ends of a listing first) before its sentences.
+        let candidates: Vec<String> = values::tool_values(t)
+            .into_iter()
+            .filter(|k| !known.contains(k))
+            .collect();
+        let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
+        let share = budget.saturating_sub(keys + 8);
+        let body = if share == 0 {
+            String::new()
+        } else {
+            summarize::prose(t, summarize::Level::exact(share), terms)
+        };
+        return summarized(summarize::fill(body, &candidates, budget));
     }
     summarized(fill_prose(t, level, terms, known))
 }
@@ -925,6 +961,38 @@ fn fill_prose(
         summarize::prose(text, summarize::Level::exact(share), terms)
     };
     summarize::fill(body, &candidates, budget)
+}
+
+/// The body of a folded summary within `budget` characters: `N messages folded | a, b, …`,
+/// the label dropped when it would crowd out values (a tiny budget), `N messages folded` when
+/// no value fits.
+fn fold_body(count: usize, candidates: &[String], budget: usize) -> String {
+    let label = format!("{count} messages folded");
+    let list = |room: usize| {
+        let mut out = String::new();
+        let mut used = 0;
+        for k in candidates {
+            let len = k.chars().count() + if out.is_empty() { 0 } else { 2 };
+            if used + len > room || keys::contains_token(&out, k) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str(k);
+            used += len;
+        }
+        out
+    };
+    let with_label = list(budget.saturating_sub(label.len() + 3));
+    let alone = list(budget);
+    if alone.is_empty() {
+        label
+    } else if with_label == alone {
+        format!("{label} | {alone}")
+    } else {
+        alone
+    }
 }
 
 /// Estimated tokens of messages' texts.
