@@ -27,6 +27,9 @@ pub(super) struct Tuning {
     pub(super) fold: usize,
     /// The folded summary's size in characters (else the level's share of the folded text).
     pub(super) fold_chars: Option<usize>,
+    /// Whether `importanceScoring` may keep messages verbatim (the default pass, not the
+    /// budget's escalation stages).
+    pub(super) importance: bool,
 }
 
 impl Tuning {
@@ -42,6 +45,7 @@ impl Tuning {
             condense_calls: false,
             fold: 0,
             fold_chars: None,
+            importance: true,
         }
     }
 }
@@ -101,6 +105,7 @@ pub(super) fn run(
         fuzzy: true,
         condense_calls,
         fold,
+        importance: false,
         ..base
     };
     if first.stats.tokens_after <= budget {
@@ -112,7 +117,14 @@ pub(super) fn run(
             let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
             for _ in 0..SEARCH_STEPS {
                 let mid = (lo + hi) / 2.0;
-                let p = plan(raws, options, at(rw, false, 0, mid.exp()))?;
+                let p = plan(
+                    raws,
+                    options,
+                    Tuning {
+                        importance: true,
+                        ..at(rw, false, 0, mid.exp())
+                    },
+                )?;
                 if p.stats.tokens_after <= budget {
                     lo = mid;
                     if p.stats.tokens_after > best.stats.tokens_after {

@@ -31,9 +31,12 @@
 //! importance scoring, contradiction detection, `prepareContext`, LLM summarisers.
 
 mod budget;
+pub mod contradiction;
 mod dedup;
+pub mod importance;
 mod json;
 mod options;
+pub mod quotes;
 pub mod summarize;
 mod uncompress;
 mod values;
@@ -81,6 +84,9 @@ pub struct CompressStats {
     pub merged: usize,
     /// Texts whose prose was summarised around verbatim code fences.
     pub code_split: usize,
+    /// Messages replaced by a short marker because a later message corrects them
+    /// (`contradictionDetection`).
+    pub superseded: usize,
     /// Texts cut to a preview by the budget's last step.
     pub truncated: usize,
     /// Messages whose tool-call arguments were condensed to a reference by the budget's last
@@ -105,7 +111,8 @@ pub struct Decision {
     /// The block, for a decision about one block of an Anthropic message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<usize>,
-    /// `preserved`, `summarized`, `deduped`, `merged` or `code_split`.
+    /// `preserved`, `summarized`, `deduped`, `merged`, `code_split`, `superseded`,
+    /// `truncated`, `condensed` or `folded`.
     pub action: String,
     /// Why, e.g. `recency window`, `hard verbatim: json`, `summary not shorter`.
     pub reason: String,
@@ -347,6 +354,12 @@ enum Fate {
     Keep(String),
     Replace { body: String, action: &'static str },
     Dup { of: usize, similarity: Option<u32> },
+    /// Corrected by a later message: the marker body, a compact fallback, the trace reason.
+    Superseded {
+        full: String,
+        compact: String,
+        reason: String,
+    },
     Truncate,
 }
 
@@ -379,6 +392,28 @@ fn plan(
         })
     };
 
+    // The messages' texts, for importance scoring and contradiction detection (opt-in).
+    let texts: Vec<String> = if options.importance_scoring || options.contradiction_detection {
+        values.iter().map(message_text).collect()
+    } else {
+        Vec::new()
+    };
+    // Importance (seed 002, step 6): content that is not short and not already compressed,
+    // scored against the whole conversation.
+    let important = |i: usize| -> Option<f64> {
+        if !(options.importance_scoring && tuning.importance) {
+            return None;
+        }
+        let t = texts.get(i)?;
+        if t.chars().count() < options.min_chars
+            || MARKERS.iter().any(|m| t.trim_start().starts_with(m))
+        {
+            return None;
+        }
+        let score = importance::score(&texts, i);
+        (score >= options.importance_threshold).then_some(score)
+    };
+
     // 1. Message-level preservation.
     let recency_from = n.saturating_sub(tuning.recency_window);
     let mut preserved = vec![false; n];
@@ -405,6 +440,11 @@ fn plan(
             None
         } else if !view.tool_calls().is_empty() {
             Some("carries tool calls".to_string())
+        } else if let Some(score) = important(i) {
+            Some(format!(
+                "importance {score:.2} ≥ threshold {}",
+                options.importance_threshold
+            ))
         } else {
             None
         };
@@ -414,6 +454,14 @@ fn plan(
         }
     }
     let folded = |i: usize| fold.contains(&i);
+    // Superseded by a later correction (seed 002, step 8), among the messages not preserved.
+    let superseded = if options.contradiction_detection {
+        let roles: Vec<&str> = views.iter().map(|v| v.role.as_ref()).collect();
+        let eligible: Vec<bool> = (0..n).map(|i| !preserved[i] && !folded(i)).collect();
+        contradiction::find(&texts, &roles, &eligible)
+    } else {
+        BTreeMap::new()
+    };
 
     // 2. Units of the other messages.
     let mut units: Vec<Unit> = Vec::new();
@@ -530,6 +578,24 @@ fn plan(
             Fate::Truncate
         } else if level.ratio <= 0.0 {
             keep("below minTokens")
+        } else if let (UnitKind::Prose, Some((by, signal))) =
+            (unit.kind, superseded.get(&unit.msg))
+        {
+            let by_name = match values[*by].get("id").and_then(Value::as_str) {
+                Some(id) => id.to_string(),
+                None => format!("msg_{by}"),
+            };
+            // What was said, briefly: the correction is what counts now.
+            let summary = if level.fill {
+                fill_prose(t, level, terms, &known)
+            } else {
+                summarize::prose(t, level.tighter(), terms)
+            };
+            Fate::Superseded {
+                full: format!("superseded by {by_name} ({signal}) — {summary}"),
+                compact: format!("superseded by {by_name} — {signal}"),
+                reason: format!("corrected by message {by} ({signal})"),
+            }
         } else if patterns.iter().any(|p| p.is_match(t)) {
             keep("preserve pattern")
         } else if level.fill {
@@ -582,7 +648,7 @@ fn plan(
                 action: "summarized",
             }
         };
-        fates[u] = Some(fate);
+        fates[u] = Some(judge(fate, t, options));
     }
 
     // 5. Merge runs of whole-message prose summaries of one role (seed 002's groups).
@@ -663,7 +729,12 @@ fn plan(
                 .fold_chars
                 .unwrap_or_else(|| tuning.level.budget(chars));
             let count = fold.len();
-            let text = format!("[summary#{id}: {}]", fold_body(count, &candidates, budget));
+            let body = fold_body(count, &candidates, budget);
+            let text = if body.is_empty() {
+                format!("[summary#{id}]")
+            } else {
+                format!("[summary#{id}: {body}]")
+            };
             let before: usize = texts_tokens(fold.clone().map(|g| &values[g]));
             if estimate_tokens(&text) >= before {
                 // Size guard: the run stays as it is.
@@ -709,12 +780,20 @@ fn plan(
             } else {
                 summarize::prose(&joined, level, terms)
             };
+            let body = if options.preserve_quotes {
+                quotes::keep(body, &joined)
+            } else {
+                body
+            };
             let marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
                 .iter()
                 .map(|g| estimate_tokens(&message_text(&values[*g])))
                 .sum();
-            if estimate_tokens(&marker) < before {
+            if estimate_tokens(&marker) < before
+                && (options.min_confidence <= 0.0
+                    || confidence(&body, &joined) >= options.min_confidence)
+            {
                 let mut msg = values[i].clone();
                 if let Some(obj) = msg.as_object_mut() {
                     obj.insert("content".into(), Value::String(marker));
@@ -772,6 +851,19 @@ fn plan(
                     let text = format!("[summary#{id}: {body}]");
                     Some((text, action, "compressed".to_string()))
                 }
+                Some(Fate::Superseded {
+                    full,
+                    compact,
+                    reason,
+                }) => {
+                    let text = format!("[summary#{id}: {full}]");
+                    let text = if estimate_tokens(&text) < estimate_tokens(&unit.text) {
+                        text
+                    } else {
+                        format!("[summary#{id}: {compact}]")
+                    };
+                    Some((text, "superseded", reason))
+                }
                 Some(Fate::Truncate) => {
                     let size = unit.text.chars().count();
                     let preview = summarize::cut_at_word(unit.text.trim(), 60);
@@ -793,6 +885,7 @@ fn plan(
             match action {
                 "deduped" => stats.deduped += 1,
                 "code_split" => stats.code_split += 1,
+                "superseded" => stats.superseded += 1,
                 "truncated" => stats.truncated += 1,
                 _ => stats.summarized += 1,
             }
@@ -965,7 +1058,7 @@ fn fill_prose(
 
 /// The body of a folded summary within `budget` characters: `N messages folded | a, b, …`,
 /// the label dropped when it would crowd out values (a tiny budget), `N messages folded` when
-/// no value fits.
+/// no value fits, nothing when not even that fits.
 fn fold_body(count: usize, candidates: &[String], budget: usize) -> String {
     let label = format!("{count} messages folded");
     let list = |room: usize| {
@@ -987,12 +1080,57 @@ fn fold_body(count: usize, candidates: &[String], budget: usize) -> String {
     let with_label = list(budget.saturating_sub(label.len() + 3));
     let alone = list(budget);
     if alone.is_empty() {
-        label
+        if label.len() <= budget {
+            label
+        } else {
+            String::new()
+        }
     } else if with_label == alone {
         format!("{label} | {alone}")
     } else {
         alone
     }
+}
+
+/// `preserveQuotes` and `minConfidence` on a unit's fate: quotes the summary left out are
+/// appended; a summary whose confidence is below `minConfidence` is not used.
+fn judge(fate: Fate, original: &str, options: &CompressOptions) -> Fate {
+    let Fate::Replace { body, action } = fate else {
+        return fate;
+    };
+    let body = if options.preserve_quotes {
+        quotes::keep(body, original)
+    } else {
+        body
+    };
+    let c = if options.min_confidence > 0.0 {
+        confidence(&body, original)
+    } else {
+        1.0
+    };
+    if c < options.min_confidence {
+        return Fate::Keep(format!(
+            "confidence {c:.2} below minConfidence {}",
+            options.min_confidence
+        ));
+    }
+    Fate::Replace { body, action }
+}
+
+/// The confidence of a summary (`minConfidence`): the share of the original's distinct key
+/// tokens it still contains, 1 when the original has none.
+pub fn confidence(summary: &str, original: &str) -> f64 {
+    let mut all: Vec<String> = keys::extract(original).into_iter().map(|(k, _)| k).collect();
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        return 1.0;
+    }
+    let kept = all
+        .iter()
+        .filter(|k| keys::contains_token(summary, k))
+        .count();
+    kept as f64 / all.len() as f64
 }
 
 /// Estimated tokens of messages' texts.

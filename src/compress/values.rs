@@ -137,29 +137,3 @@ mod tests {
         assert_eq!(v, vec!["a1", "c3", "b2"]);
     }
 }
-#[cfg(test)]
-mod tmp_est {
-    #[test]
-    fn print_estimates() {
-        for s in [
-            "[summary#c5d24ad1: 5 messages folded]",
-            "[summary#c5d24ad1: 5 messages folded | keys: 83214, 94016]",
-            "[summary#c5d24ad1: 5 messages folded | 83214, 94016]",
-            "[summary#c5d24ad1: 83214, 94016]",
-            "[summary#c5d24ad1: 83214, 94016 (5 folded)]",
-            "[summary#c5d24ad1]",
-            "[summary#c5d2: 83214, 94016]",
-            "[summary#c5d24ad1: 83214 94016]",
-            "[summary#c5d24ad1 83214 94016]",
-            "[summary#c5d2]",
-            "[summary#c5d24ad1: ]",
-            "83214, 94016",
-            "report.txt",
-            "[summary#34bc6db7: I rec…]",
-            "What's inside?",
-            "RMS, BOS, SBK, ORD, MPC",
-        ] {
-            println!("{:>3} {s}", crate::text::estimate_tokens(s));
-        }
-    }
-}
