@@ -319,7 +319,7 @@ fn trace_of(out: &condense::compress::CompressOutput) -> Vec<(usize, String, Str
 }
 
 fn filler(i: usize) -> Value {
-    json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("Message {i} talks about the weather and general plans for the week ahead, nothing in particular, just chatting along for a while.")})
+    json!({"role": if i.is_multiple_of(2) { "user" } else { "assistant" }, "content": format!("Message {i} talks about the weather and general plans for the week ahead, nothing in particular, just chatting along for a while.")})
 }
 
 #[test]
@@ -329,8 +329,18 @@ fn importance_scoring_keeps_important_messages_with_their_score() {
     messages.extend((1..4).map(filler));
     messages.push(json!({"role": "user", "content": "Where was config/prod.toml again, and is session_id sent to billing_api?"}));
     messages.extend((6..10).map(filler));
-    let plain = compress(&messages, &CompressOptions { trace: true, ..Default::default() }).unwrap();
-    assert_ne!(plain.messages[0], messages[0], "summarised without importance scoring");
+    let plain = compress(
+        &messages,
+        &CompressOptions {
+            trace: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_ne!(
+        plain.messages[0], messages[0],
+        "summarised without importance scoring"
+    );
     let opts = CompressOptions {
         trace: true,
         importance_scoring: true,
@@ -340,15 +350,25 @@ fn importance_scoring_keeps_important_messages_with_their_score() {
     assert_eq!(out.messages[0], messages[0]);
     let t = trace_of(&out);
     assert!(
-        t.iter().any(|(i, a, r)| *i == 0 && a == "preserved" && r.starts_with("importance ") && r.ends_with("≥ threshold 0.65")),
+        t.iter().any(|(i, a, r)| *i == 0
+            && a == "preserved"
+            && r.starts_with("importance ")
+            && r.ends_with("≥ threshold 0.65")),
         "{t:?}"
     );
     // Filler scores 0: not kept for importance.
-    assert!(!t.iter().any(|(i, _, r)| *i == 1 && r.starts_with("importance")), "{t:?}");
+    assert!(
+        !t.iter()
+            .any(|(i, _, r)| *i == 1 && r.starts_with("importance")),
+        "{t:?}"
+    );
     // Threshold 1.0: nothing is that important here, the default result.
     let strict = compress(
         &messages,
-        &CompressOptions { importance_threshold: 1.0, ..opts.clone() },
+        &CompressOptions {
+            importance_threshold: 1.0,
+            ..opts.clone()
+        },
     )
     .unwrap();
     assert_eq!(strict.messages, plain.messages);
@@ -379,13 +399,20 @@ fn a_correction_supersedes_the_earlier_statement() {
     assert_eq!(out.stats.superseded, 1);
     let t = trace_of(&out);
     assert!(
-        t.contains(&(0, "superseded".into(), "corrected by message 2 (actually)".into())),
+        t.contains(&(
+            0,
+            "superseded".into(),
+            "corrected by message 2 (actually)".into()
+        )),
         "{t:?}"
     );
     assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
     // Off by default: an ordinary summary.
     let plain = compress(&messages, &CompressOptions::default()).unwrap();
-    assert!(!plain.messages[0]["content"].as_str().unwrap().contains("superseded"));
+    assert!(!plain.messages[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("superseded"));
     // The JSON path agrees.
     let text = serde_json::to_string(&messages).unwrap();
     let j = compress_json(&text, &opts).unwrap();
@@ -405,8 +432,14 @@ fn preserve_quotes_keeps_quoted_passages_verbatim() {
     let out = compress(&messages, &opts).unwrap();
     let s = out.messages[0]["content"].as_str().unwrap();
     assert!(s.starts_with("[summary#"), "{s}");
-    assert!(s.contains("\"the export has been failing since Tuesday at 14:05\""), "{s}");
-    assert!(s.contains("\"nobody touches the exporter until the postmortem is done\""), "{s}");
+    assert!(
+        s.contains("\"the export has been failing since Tuesday at 14:05\""),
+        "{s}"
+    );
+    assert!(
+        s.contains("\"nobody touches the exporter until the postmortem is done\""),
+        "{s}"
+    );
     assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
 }
 
@@ -432,17 +465,29 @@ fn min_confidence_rejects_lossy_summaries() {
     assert!(all_kept, "{after}");
     let c = condense::compress::confidence("idx_orders_2024 only", text);
     assert!(c > 0.0 && c < 0.5, "{c}");
-    assert_eq!(condense::compress::confidence("anything", "no keys here at all"), 1.0);
+    assert_eq!(
+        condense::compress::confidence("anything", "no keys here at all"),
+        1.0
+    );
 }
 
 #[test]
 fn new_options_are_checked() {
     for (json, path) in [
-        (r#"{"importanceThreshold": 1.5}"#, "options.importanceThreshold"),
+        (
+            r#"{"importanceThreshold": 1.5}"#,
+            "options.importanceThreshold",
+        ),
         (r#"{"minConfidence": -0.1}"#, "options.minConfidence"),
         (r#"{"preserveQuotes": "yes"}"#, "options.preserveQuotes"),
-        (r#"{"contradictionDetection": 1}"#, "options.contradictionDetection"),
-        (r#"{"importanceScoring": null}"#, "options.importanceScoring"),
+        (
+            r#"{"contradictionDetection": 1}"#,
+            "options.contradictionDetection",
+        ),
+        (
+            r#"{"importanceScoring": null}"#,
+            "options.importanceScoring",
+        ),
     ] {
         let e = CompressOptions::from_json(json).unwrap_err();
         assert_eq!((e.code(), e.path()), ("invalid_options", path), "{json}");
@@ -471,7 +516,10 @@ fn tiny_budgets_keep_the_newest_tool_values() {
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": openai[2]["content"].clone()}, {"type": "text", "text": openai[3]["content"].clone()}]}),
     ];
     for messages in [openai, anthropic] {
-        let before = compress(&messages, &CompressOptions::default()).unwrap().stats.tokens_before;
+        let before = compress(&messages, &CompressOptions::default())
+            .unwrap()
+            .stats
+            .tokens_before;
         for budget in [before / 4, before / 5] {
             let opts = CompressOptions {
                 token_budget: Some(budget),

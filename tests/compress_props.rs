@@ -62,7 +62,10 @@ fn importance_only_keeps_more(input: Vec<Value>, threshold: f64) -> Result<(), T
     };
     let (a, b) = (kept(&plain), kept(&scored));
     for m in &a {
-        prop_assert!(b.contains(m), "kept by default, changed with importance: {m}");
+        prop_assert!(
+            b.contains(m),
+            "kept by default, changed with importance: {m}"
+        );
     }
     prop_assert!(scored.stats.tokens_after <= scored.stats.tokens_before);
     Ok(())

@@ -57,7 +57,11 @@ impl Tuning {
 /// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0, then the
 /// oldest messages folded into one summary message. Last, the oldest compressible texts left
 /// are truncated to a preview, as few as needed, and if even that does not fit, every message
-/// but the preserved-role ones is folded.
+/// but the preserved-role ones is folded. In fold stages the folded summary then gets what the
+/// newer messages leave (its tool-output values first). When the conversation has tool output,
+/// the first fitting stage is not the end: every stage's fitting plan and the fold of
+/// everything compete, and the one keeping the most tool-output values wins (a value of the
+/// newest output counts 1, of the one before ½, …; ties go to the earlier stage).
 pub(super) fn run(
     raws: &[&RawValue],
     options: &CompressOptions,

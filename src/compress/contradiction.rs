@@ -38,19 +38,50 @@ pub fn signal(text: &str) -> Option<String> {
         .or_else(|| caps.get(2))
         .map(|m| m.as_str().to_lowercase())
         .unwrap_or_else(|| "x, not y".to_string());
-    Some(
-        m.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    Some(m.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
 const STOP: &[&str] = &[
-    "that", "this", "with", "from", "have", "will", "would", "should", "could", "there", "their",
-    "what", "when", "which", "about", "actually", "correction", "instead", "rather", "sorry",
-    "meant", "scratch", "wait", "just", "also", "then", "than", "into", "your", "please", "them",
-    "they", "been", "were", "make", "like", "sure", "does", "dont", "mean",
+    "that",
+    "this",
+    "with",
+    "from",
+    "have",
+    "will",
+    "would",
+    "should",
+    "could",
+    "there",
+    "their",
+    "what",
+    "when",
+    "which",
+    "about",
+    "actually",
+    "correction",
+    "instead",
+    "rather",
+    "sorry",
+    "meant",
+    "scratch",
+    "wait",
+    "just",
+    "also",
+    "then",
+    "than",
+    "into",
+    "your",
+    "please",
+    "them",
+    "they",
+    "been",
+    "were",
+    "make",
+    "like",
+    "sure",
+    "does",
+    "dont",
+    "mean",
 ];
 
 fn terms(text: &str) -> BTreeSet<String> {
@@ -115,10 +146,22 @@ mod tests {
 
     #[test]
     fn signals() {
-        assert_eq!(signal("Actually, use port 8080").as_deref(), Some("actually"));
-        assert_eq!(signal("Correction: the bucket is eu-west-1").as_deref(), Some("correction"));
-        assert_eq!(signal("ok. Scratch that, we go with Postgres").as_deref(), Some("scratch that"));
-        assert_eq!(signal("use port 8080, not 8000").as_deref(), Some("x, not y"));
+        assert_eq!(
+            signal("Actually, use port 8080").as_deref(),
+            Some("actually")
+        );
+        assert_eq!(
+            signal("Correction: the bucket is eu-west-1").as_deref(),
+            Some("correction")
+        );
+        assert_eq!(
+            signal("ok. Scratch that, we go with Postgres").as_deref(),
+            Some("scratch that")
+        );
+        assert_eq!(
+            signal("use port 8080, not 8000").as_deref(),
+            Some("x, not y")
+        );
         assert_eq!(signal("The server listens on port 8000."), None);
         assert_eq!(signal("This is factual and actually-hyphenated? no"), None);
     }

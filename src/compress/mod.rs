@@ -4,15 +4,17 @@
 //!
 //! 1. **Classify** every message, and in Anthropic messages every text and tool-result block,
 //!    in the seed's order: preserved roles, the recency window, tool calls, short content,
-//!    already-compressed content, duplicates, code fences (code-split when there are 80+
-//!    characters of prose), hard verbatim content (code, JSON, SQL, diffs, stack traces,
-//!    secrets, tables), caller patterns — then compress.
+//!    already-compressed content, importance (opt-in, `importance.rs`), duplicates,
+//!    superseded by a later correction (opt-in, `contradiction.rs`), code fences (code-split
+//!    when there are 80+ characters of prose), hard verbatim content (code, JSON, SQL, diffs,
+//!    stack traces, secrets, tables), caller patterns — then compress.
 //! 2. **Dedup**: the same text twice (and, opt-in, near-duplicates) is replaced by a reference
 //!    to the newest copy: `[dup#id: same as msg_7 — 1234 chars]`.
 //! 3. **Merge** consecutive compressible prose messages of one role, then **summarise**: the
 //!    extractive summary for prose, structure-aware summaries for tool output (JSON fields,
 //!    status lines, paths and ids), code fences kept verbatim.
-//! 4. **Size guard**: a summary replaces its original only when it is shorter in tokens.
+//! 4. **Size guard**: a summary replaces its original only when it is shorter in tokens (and,
+//!    with `minConfidence`, keeps enough of its key tokens; with `preserveQuotes`, its quotes).
 //!
 //! Every rewritten message carries its id in its marker (`[summary#3f9a0c21b7e4: …]`) and its
 //! originals go into `verbatim`, so [`uncompress`] restores the input byte for byte. Messages
@@ -28,7 +30,7 @@
 //! the query with each sentence.
 //!
 //! Not built yet (issue 5 continues): the incremental cache and prefix-stable mode,
-//! importance scoring, contradiction detection, `prepareContext`, LLM summarisers.
+//! `prepareContext`, LLM summarisers.
 
 mod budget;
 pub mod contradiction;
@@ -352,8 +354,14 @@ struct Unit {
 /// What happens to a unit.
 enum Fate {
     Keep(String),
-    Replace { body: String, action: &'static str },
-    Dup { of: usize, similarity: Option<u32> },
+    Replace {
+        body: String,
+        action: &'static str,
+    },
+    Dup {
+        of: usize,
+        similarity: Option<u32>,
+    },
     /// Corrected by a later message: the marker body, a compact fallback, the trace reason.
     Superseded {
         full: String,
@@ -440,13 +448,13 @@ fn plan(
             None
         } else if !view.tool_calls().is_empty() {
             Some("carries tool calls".to_string())
-        } else if let Some(score) = important(i) {
-            Some(format!(
-                "importance {score:.2} ≥ threshold {}",
-                options.importance_threshold
-            ))
         } else {
-            None
+            important(i).map(|score| {
+                format!(
+                    "importance {score:.2} ≥ threshold {}",
+                    options.importance_threshold
+                )
+            })
         };
         if let Some(reason) = reason {
             preserved[i] = true;
@@ -578,8 +586,7 @@ fn plan(
             Fate::Truncate
         } else if level.ratio <= 0.0 {
             keep("below minTokens")
-        } else if let (UnitKind::Prose, Some((by, signal))) =
-            (unit.kind, superseded.get(&unit.msg))
+        } else if let (UnitKind::Prose, Some((by, signal))) = (unit.kind, superseded.get(&unit.msg))
         {
             let by_name = match values[*by].get("id").and_then(Value::as_str) {
                 Some(id) => id.to_string(),
@@ -1120,7 +1127,10 @@ fn judge(fate: Fate, original: &str, options: &CompressOptions) -> Fate {
 /// The confidence of a summary (`minConfidence`): the share of the original's distinct key
 /// tokens it still contains, 1 when the original has none.
 pub fn confidence(summary: &str, original: &str) -> f64 {
-    let mut all: Vec<String> = keys::extract(original).into_iter().map(|(k, _)| k).collect();
+    let mut all: Vec<String> = keys::extract(original)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
     all.sort();
     all.dedup();
     if all.is_empty() {

@@ -11,8 +11,10 @@ use regex::Regex;
 
 fn quote_re() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r#""[^"\n]{3,300}"|“[^”\n]{3,300}”|(?m)^>[ \t]?[^\n]{3,300}$"#).ok())
-        .as_ref()
+    RE.get_or_init(|| {
+        Regex::new(r#""[^"\n]{3,300}"|“[^”\n]{3,300}”|(?m)^>[ \t]?[^\n]{3,300}$"#).ok()
+    })
+    .as_ref()
 }
 
 /// The quotes of `text`, in order, each once (with their quote marks).
@@ -54,7 +56,11 @@ mod tests {
         let t = "He said \"ship it on Friday\" and later\n> never deploy on a Friday\nThen “fine”.";
         assert_eq!(
             extract(t),
-            vec!["\"ship it on Friday\"", "> never deploy on a Friday", "“fine”"]
+            vec![
+                "\"ship it on Friday\"",
+                "> never deploy on a Friday",
+                "“fine”"
+            ]
         );
         let body = keep("He said \"ship it on Friday\".".into(), t);
         assert_eq!(

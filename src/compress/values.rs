@@ -67,7 +67,10 @@ pub fn both_ends<T>(items: Vec<T>) -> Vec<T> {
 
 fn dedup(items: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    items.into_iter().filter(|s| seen.insert(s.clone())).collect()
+    items
+        .into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
 }
 
 /// Scalar leaves with their rank (0: identifier-like, 1: short, 2: other), in document order.

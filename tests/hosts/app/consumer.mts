@@ -74,17 +74,18 @@ const compressOptions: Required<CompressOptions> = {
   preserveRoles: ['system'], recencyWindow: 2, minChars: 80, dedup: true, fuzzyDedup: true, fuzzyThreshold: 0.9,
   preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
   targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
+  importanceScoring: true, importanceThreshold: 0.65, contradictionDetection: true, preserveQuotes: true, minConfidence: 0,
 };
 const c: CompressResult = compress(messages, compressOptions);
 const cCovered: Covers<CompressResult, 'messages' | 'verbatim' | 'stats' | 'trace'> = true;
 function statsOfCompress(s: CompressStats): number {
   const covered: Covers<CompressStats, 'messagesBefore' | 'messagesAfter' | 'tokensBefore' | 'tokensAfter' | 'ratio' | 'preserved'
-    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
+    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'superseded' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
     | 'escalation'> = true;
   const budget: number | null = s.budget;
   const fits: boolean | null = s.fits;
   return read(covered, budget, fits, s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
-    + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.condensedCalls + s.folded + s.escalation);
+    + s.summarized + s.deduped + s.merged + s.codeSplit + s.superseded + s.truncated + s.condensedCalls + s.folded + s.escalation);
 }
 const decision = (d: Decision): string => {
   const covered: Covers<Decision, 'index' | 'block' | 'action' | 'reason'> = true;
@@ -178,6 +179,7 @@ const crOptions: Required<CompressRequestOptions> = {
   preserveRoles: ['system'], recencyWindow: 4, minChars: 120, dedup: true, fuzzyDedup: false, fuzzyThreshold: 0.85,
   preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, tokenBudget: null, targetRatio: 0.5,
   minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
+  importanceScoring: false, importanceThreshold: 0.65, contradictionDetection: false, preserveQuotes: false, minConfidence: 0,
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
 const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace'> = true;
