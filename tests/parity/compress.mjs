@@ -15,7 +15,9 @@ if (!pkgDir || !binary || fixtures.length === 0) {
 const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'].node.import.default)).href);
 
-const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 }];
+const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 },
+  { targetRatio: 0.1, trace: true },
+  { importanceScoring: true, contradictionDetection: true, preserveQuotes: true, minConfidence: 0.5, trace: true }];
 const cases = [];
 for (const file of fixtures) {
   for (const line of readFileSync(file, 'utf8').split('\n')) {
