@@ -155,7 +155,8 @@ pub(super) fn run(
     // (newest output first) wins: the first stage that fits may have spent the budget on
     // markers and prose. Without tool output the first fitting stage is the result.
     let weights = tool_value_weights(raws);
-    let mut candidates: Vec<Plan> = Vec::new();
+    let total_weight: f64 = weights.iter().map(|(_, w)| w).sum();
+    let mut candidates: Vec<(f64, Plan)> = Vec::new();
     for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
         let stage = stage + 1;
         // The fewest folded messages that let the smallest ratio fit.
@@ -237,20 +238,34 @@ pub(super) fn run(
         if weights.is_empty() {
             return Ok(fitting(best, stage));
         }
-        candidates.push(fitting(best, stage));
+        // A plan that keeps every tool-output value cannot be beaten: stop there.
+        let u = utility(&best, raws, &weights)?;
+        candidates.push((u, fitting(best, stage)));
+        if u >= total_weight {
+            break;
+        }
     }
     if !candidates.is_empty() {
         let deepest = at(0, true, raws.len(), MIN_RATIO);
-        if let Some(all) = fold_all(raws, options, query, deepest, budget)? {
-            let mut all = all;
-            all.stats.escalation = stages.len() + 2;
-            candidates.push(fitting(all, stages.len() + 2));
-        }
         let mut best: Option<(f64, Plan)> = None;
-        for p in candidates {
-            let u = utility(&p, raws, &weights)?;
+        for (u, p) in candidates {
             if best.as_ref().is_none_or(|(b, _)| u > *b) {
                 best = Some((u, p));
+            }
+        }
+        let incomplete = best.as_ref().is_none_or(|(u, _)| *u < total_weight);
+        let all = if incomplete {
+            fold_all(raws, options, query, deepest, budget)?
+        } else {
+            None
+        };
+        if let Some(all) = all {
+            let mut all = all;
+            all.stats.escalation = stages.len() + 2;
+            let all = fitting(all, stages.len() + 2);
+            let u = utility(&all, raws, &weights)?;
+            if best.as_ref().is_none_or(|(b, _)| u > *b) {
+                best = Some((u, all));
             }
         }
         if let Some((_, p)) = best {
