@@ -249,6 +249,36 @@ export interface CompressOptions {
   targetRatio?: number | null;
   /** Conversations of at most this many tokens are returned unchanged. @default 0 */
   minTokens?: number;
+  /**
+   * Importance scoring: a message whose score (0–1) reaches `importanceThreshold` is kept
+   * verbatim (trace reason `importance 0.72 ≥ threshold 0.65`). The score weighs three signals:
+   * the share of its key tokens (identifiers, numbers, paths, …) a later message uses again
+   * (0.45), decision and constraint language — must, never, always, required, important,
+   * decided, make sure, deadline … (0.30), and key-token density (0.25). Applies to the default
+   * pass; a token budget the default pass cannot meet may still summarise such messages.
+   * @default false
+   */
+  importanceScoring?: boolean;
+  /** The importance score (0–1) from which a message is kept with `importanceScoring`. @default 0.65 */
+  importanceThreshold?: number;
+  /**
+   * Contradiction detection: when a later message of the same role corrects an earlier one
+   * ("actually, use port 8080 not 8000", "correction: …", "scratch that", "I meant …") and
+   * shares its topic, the earlier message becomes
+   * `[summary#id: superseded by <message id> (<signal>) — <short summary>]` (action
+   * `superseded`, counted in `stats.superseded`; `uncompress` restores it). @default false
+   */
+  contradictionDetection?: boolean;
+  /** Direct quotes (`"…"`, `“…”`, Markdown `> …` lines) are kept verbatim in summaries (`| quotes: …`). @default false */
+  preserveQuotes?: boolean;
+  /**
+   * The lowest confidence (0–1) a summary needs to replace its original: the share of the
+   * original's key tokens (identifiers, numbers, paths, URLs, code spans) it still contains
+   * (1 without key tokens). Below it the original stays (trace `confidence 0.40 below
+   * minConfidence 0.8`). Duplicate references, and the budget's truncation and folding, are
+   * not judged. @default 0
+   */
+  minConfidence?: number;
   /** Return one decision record per message. @default false */
   trace?: boolean;
   /** Force a provider's shape. @default detected */
@@ -402,6 +432,8 @@ export interface CompressStats {
   merged: number;
   /** Texts whose prose was summarised around verbatim code. */
   codeSplit: number;
+  /** Messages replaced by a `superseded by …` marker because a later message corrects them (`contradictionDetection`). */
+  superseded: number;
   /** Texts cut to a preview by the budget's last step. */
   truncated: number;
   /** Messages whose tool-call arguments the budget condensed to a reference (`{"_condensed":"[call#id]"}`; ids, names and pairing stay). */
@@ -436,7 +468,7 @@ export interface Decision {
   index: number;
   /** The block, for a decision about one block. */
   block?: number;
-  /** `preserved`, `summarized`, `deduped`, `merged`, `code_split`, `truncated`, `condensed` or `folded`. */
+  /** `preserved`, `summarized`, `deduped`, `merged`, `code_split`, `superseded`, `truncated`, `condensed` or `folded`. */
   action: string;
   /** Why. */
   reason: string;

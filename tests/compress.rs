@@ -308,3 +308,236 @@ fn query_with_an_embedder_is_deterministic_and_reversible() {
     let joined = serde_json::to_string(&a.messages).unwrap();
     assert!(joined.contains("payment gateway"), "{joined}");
 }
+
+fn trace_of(out: &condense::compress::CompressOutput) -> Vec<(usize, String, String)> {
+    out.trace
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d.index, d.action, d.reason))
+        .collect()
+}
+
+fn filler(i: usize) -> Value {
+    json!({"role": if i.is_multiple_of(2) { "user" } else { "assistant" }, "content": format!("Message {i} talks about the weather and general plans for the week ahead, nothing in particular, just chatting along for a while.")})
+}
+
+#[test]
+fn importance_scoring_keeps_important_messages_with_their_score() {
+    let important = "We talked for a long while about how the team works and what the week looks like, and there was a lot of back and forth about meetings and lunch plans. You must never commit secrets: the API key must always stay in config/prod.toml and session_id is required for every request to billing_api. Everything else about the rollout is flexible and we can revisit the schedule whenever it suits the people involved.";
+    let mut messages = vec![json!({"role": "user", "content": important})];
+    messages.extend((1..4).map(filler));
+    messages.push(json!({"role": "user", "content": "Where was config/prod.toml again, and is session_id sent to billing_api?"}));
+    messages.extend((6..10).map(filler));
+    let plain = compress(
+        &messages,
+        &CompressOptions {
+            trace: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_ne!(
+        plain.messages[0], messages[0],
+        "summarised without importance scoring"
+    );
+    let opts = CompressOptions {
+        trace: true,
+        importance_scoring: true,
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    assert_eq!(out.messages[0], messages[0]);
+    let t = trace_of(&out);
+    assert!(
+        t.iter().any(|(i, a, r)| *i == 0
+            && a == "preserved"
+            && r.starts_with("importance ")
+            && r.ends_with("≥ threshold 0.65")),
+        "{t:?}"
+    );
+    // Filler scores 0: not kept for importance.
+    assert!(
+        !t.iter()
+            .any(|(i, _, r)| *i == 1 && r.starts_with("importance")),
+        "{t:?}"
+    );
+    // Threshold 1.0: nothing is that important here, the default result.
+    let strict = compress(
+        &messages,
+        &CompressOptions {
+            importance_threshold: 1.0,
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(strict.messages, plain.messages);
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+}
+
+#[test]
+fn a_correction_supersedes_the_earlier_statement() {
+    let mut messages = vec![
+        json!({"role": "user", "content": "Deploy the billing service on port 8000 behind the nginx proxy, with TLS terminated at the proxy and health checks on /healthz every ten seconds."}),
+        filler(1),
+        json!({"role": "user", "content": "Actually, use port 8080 not 8000 for the billing service: nginx already listens on 8000 on that host, and the health checks stay as they are."}),
+    ];
+    messages.extend((3..8).map(filler));
+    let opts = CompressOptions {
+        trace: true,
+        contradiction_detection: true,
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    let first = out.messages[0]["content"].as_str().unwrap();
+    assert!(first.starts_with("[summary#"), "{first}");
+    assert!(
+        first.contains("superseded by msg_2 (actually) — ")
+            || first.contains("superseded by msg_2 — actually"),
+        "{first}"
+    );
+    assert_eq!(out.stats.superseded, 1);
+    let t = trace_of(&out);
+    assert!(
+        t.contains(&(
+            0,
+            "superseded".into(),
+            "corrected by message 2 (actually)".into()
+        )),
+        "{t:?}"
+    );
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+    // Off by default: an ordinary summary.
+    let plain = compress(&messages, &CompressOptions::default()).unwrap();
+    assert!(!plain.messages[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("superseded"));
+    // The JSON path agrees.
+    let text = serde_json::to_string(&messages).unwrap();
+    let j = compress_json(&text, &opts).unwrap();
+    assert_eq!(j.stats, out.stats);
+    assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
+}
+
+#[test]
+fn preserve_quotes_keeps_quoted_passages_verbatim() {
+    let text = "We went through the incident timeline together and the on-call engineer explained every step in detail. The customer wrote \"the export has been failing since Tuesday at 14:05\" in the ticket. Later the team lead added that \"nobody touches the exporter until the postmortem is done\". There was a long discussion about dashboards and alert thresholds that went nowhere in particular.";
+    let mut messages = vec![json!({"role": "user", "content": text})];
+    messages.extend((1..6).map(filler));
+    let opts = CompressOptions {
+        preserve_quotes: true,
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    let s = out.messages[0]["content"].as_str().unwrap();
+    assert!(s.starts_with("[summary#"), "{s}");
+    assert!(
+        s.contains("\"the export has been failing since Tuesday at 14:05\""),
+        "{s}"
+    );
+    assert!(
+        s.contains("\"nobody touches the exporter until the postmortem is done\""),
+        "{s}"
+    );
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+}
+
+#[test]
+fn min_confidence_rejects_lossy_summaries() {
+    let text = "The nightly job rebuilt idx_orders_2024 and idx_users_v2, then vacuumed table audit_log_old. It also rotated cert_prod_7 and restarted worker_pool_3 on node-17, which took 42s. Afterwards report_q3_final.pdf was regenerated and mailed to ops@example.com by the scheduler.";
+    let mut messages = vec![json!({"role": "user", "content": text})];
+    messages.extend((1..6).map(filler));
+    let loose = compress(&messages, &CompressOptions::default()).unwrap();
+    assert_ne!(loose.messages[0], messages[0]);
+    let opts = CompressOptions {
+        trace: true,
+        min_confidence: 1.0,
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts).unwrap();
+    let s = &out.messages[0];
+    // Either the summary kept every key token, or the original stayed with the reason.
+    let after = condense::compress::message_text(s);
+    let all_kept = condense::text::keys::extract(text)
+        .iter()
+        .all(|(k, _)| condense::text::keys::contains_token(&after, k));
+    assert!(all_kept, "{after}");
+    let c = condense::compress::confidence("idx_orders_2024 only", text);
+    assert!(c > 0.0 && c < 0.5, "{c}");
+    assert_eq!(
+        condense::compress::confidence("anything", "no keys here at all"),
+        1.0
+    );
+}
+
+#[test]
+fn new_options_are_checked() {
+    for (json, path) in [
+        (
+            r#"{"importanceThreshold": 1.5}"#,
+            "options.importanceThreshold",
+        ),
+        (r#"{"minConfidence": -0.1}"#, "options.minConfidence"),
+        (r#"{"preserveQuotes": "yes"}"#, "options.preserveQuotes"),
+        (
+            r#"{"contradictionDetection": 1}"#,
+            "options.contradictionDetection",
+        ),
+        (
+            r#"{"importanceScoring": null}"#,
+            "options.importanceScoring",
+        ),
+    ] {
+        let e = CompressOptions::from_json(json).unwrap_err();
+        assert_eq!((e.code(), e.path()), ("invalid_options", path), "{json}");
+    }
+    let o = CompressOptions::from_json(
+        r#"{"importanceScoring": true, "importanceThreshold": 0.5, "contradictionDetection": true, "preserveQuotes": true, "minConfidence": 0.8}"#,
+    )
+    .unwrap();
+    assert!(o.importance_scoring && o.contradiction_detection && o.preserve_quotes);
+    assert_eq!((o.importance_threshold, o.min_confidence), (0.5, 0.8));
+}
+
+/// Under a tiny budget, the values of the newest tool output (what the next call reuses)
+/// survive, in both shapes: folded summaries list tool-output values first.
+#[test]
+fn tiny_budgets_keep_the_newest_tool_values() {
+    let openai = vec![
+        json!({"role": "user", "content": "I noticed some promising trends and want to proceed with a 'Buy' order for 100 shares of AAPL at a price of $150 each. Let's ensure the order is placed correctly."}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "place_order", "arguments": "{\"order_type\": \"Buy\", \"symbol\": \"AAPL\", \"price\": 150, \"amount\": 100}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"order_id\": 12446, \"order_type\": \"Buy\", \"status\": \"Pending\", \"price\": 150.0, \"amount\": 100}"}),
+        json!({"role": "user", "content": "I received a notification about the order placement but want a detailed look at the transaction. Provide me with the full details of my recent order."}),
+    ];
+    let anthropic = vec![
+        json!({"role": "user", "content": openai[0]["content"].clone()}),
+        json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "place_order", "input": {"order_type": "Buy", "symbol": "AAPL", "price": 150, "amount": 100}}]}),
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": openai[2]["content"].clone()}, {"type": "text", "text": openai[3]["content"].clone()}]}),
+    ];
+    for messages in [openai, anthropic] {
+        let before = compress(&messages, &CompressOptions::default())
+            .unwrap()
+            .stats
+            .tokens_before;
+        for budget in [before / 4, before / 5] {
+            let opts = CompressOptions {
+                token_budget: Some(budget),
+                ..Default::default()
+            };
+            let out = compress(&messages, &opts).unwrap();
+            assert_eq!(out.stats.fits, Some(true), "budget {budget}");
+            let text = out
+                .messages
+                .iter()
+                .map(condense::compress::message_text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                condense::text::keys::contains_token(&text, "12446"),
+                "budget {budget}: {text}"
+            );
+            assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+        }
+    }
+}

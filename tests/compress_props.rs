@@ -16,15 +16,84 @@ fn options() -> impl Strategy<Value = CompressOptions> {
         proptest::option::of(prop_oneof![Just(0.1), Just(0.25), Just(0.5)]),
         any::<bool>(),
         proptest::option::of(Just("config parseConfig".to_string())),
+        (
+            any::<bool>(),
+            prop_oneof![Just(0.0), Just(0.3), Just(0.65), Just(1.0)],
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just(0.0), Just(0.5), Just(1.0)],
+        ),
     )
-        .prop_map(|(recency, fuzzy, ratio, numbers, query)| CompressOptions {
-            recency_window: recency,
-            fuzzy_dedup: fuzzy,
-            target_ratio: ratio,
-            preserve_numbers: numbers,
-            query,
-            ..CompressOptions::default()
-        })
+        .prop_map(
+            |(recency, fuzzy, ratio, numbers, query, (imp, threshold, contra, quotes, conf))| {
+                CompressOptions {
+                    recency_window: recency,
+                    fuzzy_dedup: fuzzy,
+                    target_ratio: ratio,
+                    preserve_numbers: numbers,
+                    query,
+                    importance_scoring: imp,
+                    importance_threshold: threshold,
+                    contradiction_detection: contra,
+                    preserve_quotes: quotes,
+                    min_confidence: conf,
+                    ..CompressOptions::default()
+                }
+            },
+        )
+}
+
+/// Importance scoring only adds verbatim messages: every message the default keeps stays
+/// kept, at any threshold (and at threshold 1.0 as well, where hardly anything scores).
+fn importance_only_keeps_more(input: Vec<Value>, threshold: f64) -> Result<(), TestCaseError> {
+    let plain = compress(&input, &CompressOptions::default()).unwrap();
+    let opts = CompressOptions {
+        importance_scoring: true,
+        importance_threshold: threshold,
+        ..CompressOptions::default()
+    };
+    let scored = compress(&input, &opts).unwrap();
+    let kept = |out: &condense::compress::CompressOutput| -> Vec<Value> {
+        out.messages
+            .iter()
+            .filter(|m| input.contains(m))
+            .cloned()
+            .collect()
+    };
+    let (a, b) = (kept(&plain), kept(&scored));
+    for m in &a {
+        prop_assert!(
+            b.contains(m),
+            "kept by default, changed with importance: {m}"
+        );
+    }
+    prop_assert!(scored.stats.tokens_after <= scored.stats.tokens_before);
+    Ok(())
+}
+
+/// `minConfidence: 1` loses no key token: every key token of the input is still in the output.
+fn full_confidence_keeps_every_key(input: Vec<Value>) -> Result<(), TestCaseError> {
+    let opts = CompressOptions {
+        min_confidence: 1.0,
+        ..CompressOptions::default()
+    };
+    let out = compress(&input, &opts).unwrap();
+    let text = |ms: &[Value]| {
+        ms.iter()
+            .map(condense::compress::message_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (before, after) = (text(&input), text(&out.messages));
+    for (k, _) in condense::text::keys::extract(&before) {
+        prop_assert!(
+            condense::text::keys::contains_token(&after, &k),
+            "key {} lost: {}",
+            k,
+            after
+        );
+    }
+    Ok(())
 }
 
 fn check_laws(
@@ -80,6 +149,25 @@ proptest! {
     #[test]
     fn anthropic_laws(steps in proptest::collection::vec(step(), 0..12), opts in options()) {
         check_laws(anthropic(&steps), Format::Anthropic, opts)?;
+    }
+
+    #[test]
+    fn importance_threshold_only_adds_kept_messages(
+        steps in proptest::collection::vec(step(), 0..12),
+        threshold in prop_oneof![Just(0.0), Just(0.4), Just(0.65), Just(1.0)],
+        anthropic_shape in any::<bool>(),
+    ) {
+        let input = if anthropic_shape { anthropic(&steps) } else { openai(&steps) };
+        importance_only_keeps_more(input, threshold)?;
+    }
+
+    #[test]
+    fn min_confidence_one_keeps_every_key(
+        steps in proptest::collection::vec(step(), 0..12),
+        anthropic_shape in any::<bool>(),
+    ) {
+        let input = if anthropic_shape { anthropic(&steps) } else { openai(&steps) };
+        full_confidence_keeps_every_key(input)?;
     }
 
     #[test]

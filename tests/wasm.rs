@@ -60,6 +60,48 @@ fn compress_round_trip() {
     }
 }
 
+/// The opt-in classification stages in wasm: a correction supersedes, quotes survive,
+/// importance keeps, minConfidence is checked; the round trip stays byte-identical.
+#[wasm_bindgen_test]
+fn classification_stages() {
+    let filler = |i: usize| {
+        format!(
+            r#"{{"role": "{}", "content": "Message {i} talks about the weather and general plans for the week ahead, nothing in particular, just chatting along."}}"#,
+            if i.is_multiple_of(2) {
+                "user"
+            } else {
+                "assistant"
+            }
+        )
+    };
+    let mut parts = vec![
+        r#"{"role": "user", "content": "Deploy the billing service on port 8000 behind the nginx proxy, with TLS terminated at the proxy and health checks on /healthz every ten seconds."}"#.to_string(),
+        filler(1),
+        r#"{"role": "user", "content": "Actually, use port 8080 not 8000 for the billing service: nginx already listens on 8000 on that host, and the health checks stay as they are."}"#.to_string(),
+    ];
+    parts.extend((3..8).map(filler));
+    let messages = format!("[{}]", parts.join(","));
+    let options = CompressOptions::from_json(
+        r#"{"contradictionDetection": true, "preserveQuotes": true, "importanceScoring": true, "trace": true}"#,
+    )
+    .expect("options");
+    let out = compress_json(&messages, &options).expect("compress");
+    assert_eq!(out.stats.superseded, 1);
+    let trace = out.trace.expect("trace");
+    assert!(trace.iter().any(|d| d.index == 0
+        && d.action == "superseded"
+        && d.reason.starts_with("corrected by message 2")));
+    assert_eq!(
+        uncompress_json(&out.json, &out.verbatim).expect("uncompress"),
+        messages
+    );
+    let e = CompressOptions::from_json(r#"{"minConfidence": 2}"#).unwrap_err();
+    assert_eq!(
+        (e.code(), e.path()),
+        ("invalid_options", "options.minConfidence")
+    );
+}
+
 #[wasm_bindgen_test]
 fn cache_and_prefix_stable_in_wasm() {
     for record in records(SHAREGPT) {

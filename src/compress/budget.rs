@@ -32,6 +32,9 @@ pub(super) struct Tuning {
     /// The index of the first message in the whole conversation (prefix-stable mode plans one
     /// block at a time): names (`msg_12`) and trace indexes are global.
     pub(super) offset: usize,
+    /// Whether `importanceScoring` may keep messages verbatim (the default pass, not the
+    /// budget's escalation stages).
+    pub(super) importance: bool,
 }
 
 impl Tuning {
@@ -48,6 +51,7 @@ impl Tuning {
             fold: 0,
             fold_chars: None,
             offset: 0,
+            importance: true,
         }
     }
 }
@@ -59,7 +63,11 @@ impl Tuning {
 /// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0, then the
 /// oldest messages folded into one summary message. Last, the oldest compressible texts left
 /// are truncated to a preview, as few as needed, and if even that does not fit, every message
-/// but the preserved-role ones is folded.
+/// but the preserved-role ones is folded. In fold stages the folded summary then gets what the
+/// newer messages leave (its tool-output values first). When the conversation has tool output,
+/// the first fitting stage is not the end: every stage's fitting plan and the fold of
+/// everything compete, and the one keeping the most tool-output values wins (a value of the
+/// newest output counts 1, of the one before ½, …; ties go to the earlier stage).
 ///
 /// With `method: "hierarchical"` the fill ratio is not searched: it is the first of the levels
 /// 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn, and a stage is entered only
@@ -118,6 +126,7 @@ pub(super) fn run(
         fuzzy: true,
         condense_calls,
         fold,
+        importance: false,
         ..base
     };
     if first.stats.tokens_after <= budget {
@@ -140,7 +149,14 @@ pub(super) fn run(
             let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
             for _ in 0..SEARCH_STEPS {
                 let mid = (lo + hi) / 2.0;
-                let p = plan(raws, options, at(rw, false, 0, mid.exp()))?;
+                let p = plan(
+                    raws,
+                    options,
+                    Tuning {
+                        importance: true,
+                        ..at(rw, false, 0, mid.exp())
+                    },
+                )?;
                 if p.stats.tokens_after <= budget {
                     lo = mid;
                     if p.stats.tokens_after > best.stats.tokens_after {
@@ -162,6 +178,13 @@ pub(super) fn run(
         p.stats.budget = Some(budget);
         p
     };
+    // With tool output in the conversation, every stage's fitting plan (and every message
+    // folded) is a candidate, and the one that keeps the most of the tool outputs' values
+    // (newest output first) wins: the first stage that fits may have spent the budget on
+    // markers and prose. Without tool output the first fitting stage is the result.
+    let weights = tool_value_weights(raws);
+    let total_weight: f64 = weights.iter().map(|(_, w)| w).sum();
+    let mut candidates: Vec<(f64, Plan)> = Vec::new();
     for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
         let stage = stage + 1;
         // The fewest folded messages that let the smallest ratio fit.
@@ -221,6 +244,7 @@ pub(super) fn run(
         // The largest ratio that fits: bisection in log space (fitting is close to monotone
         // in the ratio; only fitting plans are kept).
         let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
+        let mut ratio = MIN_RATIO;
         for _ in 0..SEARCH_STEPS {
             let mid = (lo + hi) / 2.0;
             let p = plan(
@@ -230,12 +254,68 @@ pub(super) fn run(
             )?;
             if p.stats.tokens_after <= budget {
                 lo = mid;
+                ratio = mid.exp();
                 best = p;
             } else {
                 hi = mid;
             }
         }
-        return Ok(fitting(best, stage));
+        if fold > 0 {
+            // What the newer messages leave goes to the folded summary's values and keys.
+            let with_chars = |chars: usize| Tuning {
+                fold_chars: Some(chars),
+                ..at(recency_window, condense_calls, fold, ratio)
+            };
+            let (mut lo, mut hi) = (0, budget * 8 + 1);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let p = plan(raws, options, with_chars(mid))?;
+                if p.stats.tokens_after <= budget {
+                    lo = mid;
+                    if p.stats.tokens_after >= best.stats.tokens_after {
+                        best = p;
+                    }
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        if weights.is_empty() {
+            return Ok(fitting(best, stage));
+        }
+        // A plan that keeps every tool-output value cannot be beaten: stop there.
+        let u = utility(&best, raws, &weights)?;
+        candidates.push((u, fitting(best, stage)));
+        if u >= total_weight {
+            break;
+        }
+    }
+    if !candidates.is_empty() {
+        let deepest = at(0, true, raws.len(), MIN_RATIO);
+        let mut best: Option<(f64, Plan)> = None;
+        for (u, p) in candidates {
+            if best.as_ref().is_none_or(|(b, _)| u > *b) {
+                best = Some((u, p));
+            }
+        }
+        let incomplete = best.as_ref().is_none_or(|(u, _)| *u < total_weight);
+        let all = if incomplete {
+            fold_all(raws, options, query, tok, deepest, budget)?
+        } else {
+            None
+        };
+        if let Some(all) = all {
+            let mut all = all;
+            all.stats.escalation = stages.len() + 2;
+            let all = fitting(all, stages.len() + 2);
+            let u = utility(&all, raws, &weights)?;
+            if best.as_ref().is_none_or(|(b, _)| u > *b) {
+                best = Some((u, all));
+            }
+        }
+        if let Some((_, p)) = best {
+            return Ok(p);
+        }
     }
     // Last resort: on top of the deepest stage, the oldest compressible texts left (code kept
     // by the summaries, the newest message) cut to a preview, as few as needed.
@@ -276,32 +356,91 @@ pub(super) fn run(
     if best.stats.tokens_after > budget {
         // Nothing else left: every message but the preserved-role ones folded into one.
         // Its key tokens (newest message first) fill what the budget leaves.
-        let fold_all = |chars: usize| Tuning {
-            fold: usize::MAX,
-            fold_chars: Some(chars),
-            ..deepest
-        };
-        let all = plan(raws, options, fold_all(0))?;
+        let all = plan(
+            raws,
+            options,
+            Tuning {
+                fold: usize::MAX,
+                fold_chars: Some(0),
+                ..deepest
+            },
+        )?;
         if all.stats.tokens_after < best.stats.tokens_after {
-            best = all;
+            best = fold_all(raws, options, query, tok, deepest, budget)?.unwrap_or(all);
             best.stats.escalation = stages.len() + 2;
-            let (mut lo, mut hi) = (0, budget * 8 + 1);
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let p = plan(raws, options, fold_all(mid))?;
-                if p.stats.tokens_after <= budget {
-                    lo = mid;
-                    best = p;
-                    best.stats.escalation = stages.len() + 2;
-                } else {
-                    hi = mid;
-                }
-            }
         }
     }
     best.stats.fits = Some(best.stats.tokens_after <= budget);
     best.stats.budget = Some(budget);
     Ok(best)
+}
+
+/// Every message but the preserved-role ones folded into one, its values and key tokens
+/// (newest first) filling what the budget leaves: the largest such plan that fits, if any.
+fn fold_all(
+    raws: &[&RawValue],
+    options: &CompressOptions,
+    query: &Query,
+    tok: &Tokens<'_>,
+    deepest: Tuning,
+    budget: usize,
+) -> Result<Option<Plan>, Error> {
+    let with = |chars: usize| Tuning {
+        fold: usize::MAX,
+        fold_chars: Some(chars),
+        ..deepest
+    };
+    let first = super::plan(raws, options, with(0), query, tok)?;
+    if first.stats.tokens_after > budget {
+        return Ok(None);
+    }
+    let mut best = Some(first);
+    let (mut lo, mut hi) = (0, budget * 8 + 1);
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        let p = super::plan(raws, options, with(mid), query, tok)?;
+        if p.stats.tokens_after <= budget {
+            lo = mid;
+            best = Some(p);
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(best)
+}
+
+/// The values of the input's tool outputs (see `values.rs`), each with the weight of its
+/// newest output: 1 for the newest tool output, ½ for the one before, ¼ …
+fn tool_value_weights(raws: &[&RawValue]) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut weight = 1.0f64;
+    for raw in raws.iter().rev() {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            continue;
+        };
+        let tool_role = value.get("role").and_then(serde_json::Value::as_str) == Some("tool");
+        let texts = super::tool_outputs(&value, tool_role);
+        for text in texts.iter().rev() {
+            for v in super::values::tool_values(text) {
+                if seen.insert(v.clone()) {
+                    out.push((v, weight));
+                }
+            }
+            weight /= 2.0;
+        }
+    }
+    out
+}
+
+/// How much of the tool outputs' values a plan keeps (weighted, see [`tool_value_weights`]).
+fn utility(plan: &Plan, raws: &[&RawValue], weights: &[(String, f64)]) -> Result<f64, Error> {
+    let text = plan.text(raws)?;
+    Ok(weights
+        .iter()
+        .filter(|(v, _)| crate::text::keys::contains_token(&text, v))
+        .map(|(_, w)| w)
+        .sum())
 }
 
 /// The smallest fill ratio the budget loop tries before truncating.

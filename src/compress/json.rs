@@ -135,9 +135,14 @@ fn numeric_summary(items: &[Value]) -> Option<String> {
     if items.len() < LONG_NUMERIC || !items.iter().all(Value::is_number) {
         return None;
     }
-    let nums: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
-    let lo = nums.iter().cloned().fold(f64::INFINITY, f64::min);
-    let hi = nums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    // The extremes as the input wrote them (`10000.0`, not `10000`): a later call that reuses
+    // the largest or smallest value finds it verbatim.
+    let by_value = |a: &&Value, b: &&Value| {
+        let (x, y) = (a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0));
+        x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
+    };
+    let lo = items.iter().min_by(by_value).map(Value::to_string)?;
+    let hi = items.iter().max_by(by_value).map(Value::to_string)?;
     let show = |vs: &[Value]| {
         vs.iter()
             .map(Value::to_string)

@@ -4,15 +4,17 @@
 //!
 //! 1. **Classify** every message, and in Anthropic messages every text and tool-result block,
 //!    in the seed's order: preserved roles, the recency window, tool calls, short content,
-//!    already-compressed content, duplicates, code fences (code-split when there are 80+
-//!    characters of prose), hard verbatim content (code, JSON, SQL, diffs, stack traces,
-//!    secrets, tables), caller patterns — then compress.
+//!    already-compressed content, importance (opt-in, `importance.rs`), duplicates,
+//!    superseded by a later correction (opt-in, `contradiction.rs`), code fences (code-split
+//!    when there are 80+ characters of prose), hard verbatim content (code, JSON, SQL, diffs,
+//!    stack traces, secrets, tables), caller patterns — then compress.
 //! 2. **Dedup**: the same text twice (and, opt-in, near-duplicates) is replaced by a reference
 //!    to the newest copy: `[dup#id: same as msg_7 — 1234 chars]`.
 //! 3. **Merge** consecutive compressible prose messages of one role, then **summarise**: the
 //!    extractive summary for prose, structure-aware summaries for tool output (JSON fields,
 //!    status lines, paths and ids), code fences kept verbatim.
-//! 4. **Size guard**: a summary replaces its original only when it is shorter in tokens.
+//! 4. **Size guard**: a summary replaces its original only when it is shorter in tokens (and,
+//!    with `minConfidence`, keeps enough of its key tokens; with `preserveQuotes`, its quotes).
 //!
 //! Every rewritten message carries its id in its marker (`[summary#3f9a0c21b7e4: …]`) and its
 //! originals go into `verbatim`, so [`uncompress`] restores the input byte for byte. Messages
@@ -34,18 +36,24 @@
 //!
 //! The incremental cache (`cache.rs`, [`compress_cached`]), prefix-stable mode (`prefix.rs`)
 //! and [`prepare_context`] (`prepare.rs`). A caller's token counter bypasses the cache.
+//! Opt-in stages: importance scoring (`importance.rs`), superseded-by-correction
+//! (`contradiction.rs`), quotes kept verbatim (`quotes.rs`), `minConfidence`.
 
 mod budget;
 pub mod cache;
+pub mod contradiction;
 mod counter;
 mod dedup;
+pub mod importance;
 mod json;
 pub mod method;
 mod options;
 mod prefix;
 pub mod prepare;
+pub mod quotes;
 pub mod summarize;
 mod uncompress;
+mod values;
 
 use budget::Tuning;
 use counter::Tokens;
@@ -98,6 +106,9 @@ pub struct CompressStats {
     pub merged: usize,
     /// Texts whose prose was summarised around verbatim code fences.
     pub code_split: usize,
+    /// Messages replaced by a short marker because a later message corrects them
+    /// (`contradictionDetection`).
+    pub superseded: usize,
     /// Texts cut to a preview by the budget's last step.
     pub truncated: usize,
     /// Messages whose tool-call arguments were condensed to a reference by the budget's last
@@ -148,7 +159,8 @@ pub struct Decision {
     /// The block, for a decision about one block of an Anthropic message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<usize>,
-    /// `preserved`, `summarized`, `deduped`, `merged` or `code_split`.
+    /// `preserved`, `summarized`, `deduped`, `merged`, `code_split`, `superseded`,
+    /// `truncated`, `condensed` or `folded`.
     pub action: String,
     /// Why, e.g. `recency window`, `hard verbatim: json`, `summary not shorter`.
     pub reason: String,
@@ -657,6 +669,23 @@ struct Plan {
     requests: Vec<SummaryRequest>,
 }
 
+impl Plan {
+    /// The output's text as the budget counts it (messages joined by newlines).
+    fn text(&self, raws: &[&RawValue]) -> Result<String, Error> {
+        let mut parts = Vec::with_capacity(self.messages.len());
+        for o in &self.messages {
+            let t = match o {
+                Out::Keep(i) => raws.get(*i).map(|r| r.get()).unwrap_or("null"),
+                Out::New(t) => t.as_str(),
+            };
+            let v: Value = serde_json::from_str(t)
+                .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string()))?;
+            parts.push(message_text(&v));
+        }
+        Ok(parts.join("\n"))
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum UnitKind {
     Prose,
@@ -674,8 +703,20 @@ struct Unit {
 /// What happens to a unit.
 enum Fate {
     Keep(String),
-    Replace { body: String, action: &'static str },
-    Dup { of: usize, similarity: Option<u32> },
+    Replace {
+        body: String,
+        action: &'static str,
+    },
+    Dup {
+        of: usize,
+        similarity: Option<u32>,
+    },
+    /// Corrected by a later message: the marker body, a compact fallback, the trace reason.
+    Superseded {
+        full: String,
+        compact: String,
+        reason: String,
+    },
     Truncate,
 }
 
@@ -709,6 +750,28 @@ fn plan(
         })
     };
 
+    // The messages' texts, for importance scoring and contradiction detection (opt-in).
+    let texts: Vec<String> = if options.importance_scoring || options.contradiction_detection {
+        values.iter().map(message_text).collect()
+    } else {
+        Vec::new()
+    };
+    // Importance (seed 002, step 6): content that is not short and not already compressed,
+    // scored against the whole conversation.
+    let important = |i: usize| -> Option<f64> {
+        if !(options.importance_scoring && tuning.importance) {
+            return None;
+        }
+        let t = texts.get(i)?;
+        if t.chars().count() < options.min_chars
+            || MARKERS.iter().any(|m| t.trim_start().starts_with(m))
+        {
+            return None;
+        }
+        let score = importance::score(&texts, i);
+        (score >= options.importance_threshold).then_some(score)
+    };
+
     // 1. Message-level preservation.
     let recency_from = n.saturating_sub(tuning.recency_window);
     let mut preserved = vec![false; n];
@@ -736,7 +799,12 @@ fn plan(
         } else if !view.tool_calls().is_empty() {
             Some("carries tool calls".to_string())
         } else {
-            None
+            important(i).map(|score| {
+                format!(
+                    "importance {score:.2} ≥ threshold {}",
+                    options.importance_threshold
+                )
+            })
         };
         if let Some(reason) = reason {
             preserved[i] = true;
@@ -744,6 +812,14 @@ fn plan(
         }
     }
     let folded = |i: usize| fold.contains(&i);
+    // Superseded by a later correction (seed 002, step 8), among the messages not preserved.
+    let superseded = if options.contradiction_detection {
+        let roles: Vec<&str> = views.iter().map(|v| v.role.as_ref()).collect();
+        let eligible: Vec<bool> = (0..n).map(|i| !preserved[i] && !folded(i)).collect();
+        contradiction::find(&texts, &roles, &eligible)
+    } else {
+        BTreeMap::new()
+    };
 
     // 2. Units of the other messages.
     let mut units: Vec<Unit> = Vec::new();
@@ -865,6 +941,23 @@ fn plan(
             Fate::Truncate
         } else if level.ratio <= 0.0 {
             keep("below minTokens")
+        } else if let (UnitKind::Prose, Some((by, signal))) = (unit.kind, superseded.get(&unit.msg))
+        {
+            let by_name = match values[*by].get("id").and_then(Value::as_str) {
+                Some(id) => id.to_string(),
+                None => format!("msg_{by}"),
+            };
+            // What was said, briefly: the correction is what counts now.
+            let summary = if level.fill {
+                fill_prose(t, level, terms, &known)
+            } else {
+                summarize::prose(t, level.tighter(), terms)
+            };
+            Fate::Superseded {
+                full: format!("superseded by {by_name} ({signal}) — {summary}"),
+                compact: format!("superseded by {by_name} — {signal}"),
+                reason: format!("corrected by message {by} ({signal})"),
+            }
         } else if patterns.iter().any(|p| p.is_match(t)) {
             keep("preserve pattern")
         } else if level.fill {
@@ -925,7 +1018,7 @@ fn plan(
                 action: "summarized",
             }
         };
-        fates[u] = Some(fate);
+        fates[u] = Some(judge(fate, t, options));
     }
 
     // 5. Merge runs of whole-message prose summaries of one role (seed 002's groups).
@@ -984,10 +1077,20 @@ fn plan(
         if i == fold.start && !fold.is_empty() {
             let id = hash::short_id(fold.clone().map(|g| raws[g].get()));
             let id = id[..8].to_string();
-            // Key tokens newest message first: what the next turn most likely needs.
+            // What the next turn most likely needs first: the values of the folded tool
+            // outputs, newest first, then the key tokens of every folded message, newest first.
             let mut chars = 0;
             let mut candidates: Vec<String> = Vec::new();
             let mut listed: HashSet<String> = HashSet::new();
+            for g in fold.clone().rev() {
+                for text in tool_outputs(&values[g], views[g].role() == Some(Role::Tool)) {
+                    for k in values::tool_values(text) {
+                        if !known.set.contains(&k) && listed.insert(k.clone()) {
+                            candidates.push(k);
+                        }
+                    }
+                }
+            }
             for g in fold.clone().rev() {
                 let text = message_text(&values[g]);
                 chars += text.chars().count();
@@ -1000,12 +1103,12 @@ fn plan(
             let budget = tuning
                 .fold_chars
                 .unwrap_or_else(|| tuning.level.budget(chars));
-            let body = summarize::fill(String::new(), &candidates, budget);
             let count = fold.len();
+            let body = fold_body(count, &candidates, budget);
             let text = if body.is_empty() {
-                format!("[summary#{id}: {count} messages folded]")
+                format!("[summary#{id}]")
             } else {
-                format!("[summary#{id}: {count} messages folded | {body}]")
+                format!("[summary#{id}: {body}]")
             };
             let before: usize = texts_tokens(fold.clone().map(|g| &values[g]), tok);
             if tok.count(&text) >= before {
@@ -1054,12 +1157,20 @@ fn plan(
                     summarize::prose(&joined, level, terms)
                 })
             };
+            let body = if options.preserve_quotes {
+                quotes::keep(body, &joined)
+            } else {
+                body
+            };
             let mut marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
             let before: usize = group
                 .iter()
                 .map(|g| tok.count(&message_text(&values[*g])))
                 .sum();
-            if tok.count(&marker) < before {
+            if tok.count(&marker) < before
+                && (options.min_confidence <= 0.0
+                    || confidence(&body, &joined) >= options.min_confidence)
+            {
                 let n = group.len();
                 if let Some(m) = abstractive.take(
                     &joined,
@@ -1141,6 +1252,19 @@ fn plan(
                     let text = format!("[summary#{id}: {body}]");
                     Some((text, action, "compressed".to_string(), Some(body)))
                 }
+                Some(Fate::Superseded {
+                    full,
+                    compact,
+                    reason,
+                }) => {
+                    let text = format!("[summary#{id}: {full}]");
+                    let text = if tok.count(&text) < tok.count(&unit.text) {
+                        text
+                    } else {
+                        format!("[summary#{id}: {compact}]")
+                    };
+                    Some((text, "superseded", reason, None))
+                }
                 Some(Fate::Truncate) => {
                     let size = unit.text.chars().count();
                     let preview = summarize::cut_at_word(unit.text.trim(), 60);
@@ -1185,6 +1309,7 @@ fn plan(
             match action {
                 "deduped" => stats.deduped += 1,
                 "code_split" => stats.code_split += 1,
+                "superseded" => stats.superseded += 1,
                 "truncated" => stats.truncated += 1,
                 _ => stats.summarized += 1,
             }
@@ -1394,6 +1519,19 @@ fn fill_fate(
                 summarize::structured(t, level)
             }));
         }
+        // Other tool output: its values (both ends of a listing first) before its sentences.
+        let candidates: Vec<String> = values::tool_values(t)
+            .into_iter()
+            .filter(|k| !known.set.contains(k))
+            .collect();
+        let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
+        let share = budget.saturating_sub(keys + 8);
+        let body = if share == 0 {
+            String::new()
+        } else {
+            summarize::prose(t, summarize::Level::exact(share), terms)
+        };
+        return summarized(summarize::fill(body, &candidates, budget));
     }
     summarized(fill_prose(t, level, terms, known))
 }
@@ -1524,6 +1662,86 @@ fn cached_code_split(
         },
     );
     v.strip_prefix('1').map(str::to_string)
+}
+
+/// The body of a folded summary within `budget` characters: `N messages folded | a, b, …`,
+/// the label dropped when it would crowd out values (a tiny budget), `N messages folded` when
+/// no value fits, nothing when not even that fits.
+fn fold_body(count: usize, candidates: &[String], budget: usize) -> String {
+    let label = format!("{count} messages folded");
+    let list = |room: usize| {
+        let mut out = String::new();
+        let mut used = 0;
+        for k in candidates {
+            let len = k.chars().count() + if out.is_empty() { 0 } else { 2 };
+            if used + len > room || keys::contains_token(&out, k) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str(k);
+            used += len;
+        }
+        out
+    };
+    let with_label = list(budget.saturating_sub(label.len() + 3));
+    let alone = list(budget);
+    if alone.is_empty() {
+        if label.len() <= budget {
+            label
+        } else {
+            String::new()
+        }
+    } else if with_label == alone {
+        format!("{label} | {alone}")
+    } else {
+        alone
+    }
+}
+
+/// `preserveQuotes` and `minConfidence` on a unit's fate: quotes the summary left out are
+/// appended; a summary whose confidence is below `minConfidence` is not used.
+fn judge(fate: Fate, original: &str, options: &CompressOptions) -> Fate {
+    let Fate::Replace { body, action } = fate else {
+        return fate;
+    };
+    let body = if options.preserve_quotes {
+        quotes::keep(body, original)
+    } else {
+        body
+    };
+    let c = if options.min_confidence > 0.0 {
+        confidence(&body, original)
+    } else {
+        1.0
+    };
+    if c < options.min_confidence {
+        return Fate::Keep(format!(
+            "confidence {c:.2} below minConfidence {}",
+            options.min_confidence
+        ));
+    }
+    Fate::Replace { body, action }
+}
+
+/// The confidence of a summary (`minConfidence`): the share of the original's distinct key
+/// tokens it still contains, 1 when the original has none.
+pub fn confidence(summary: &str, original: &str) -> f64 {
+    let mut all: Vec<String> = keys::extract(original)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        return 1.0;
+    }
+    let kept = all
+        .iter()
+        .filter(|k| keys::contains_token(summary, k))
+        .count();
+    kept as f64 / all.len() as f64
 }
 
 /// Estimated tokens of messages' texts.

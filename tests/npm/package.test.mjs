@@ -89,6 +89,36 @@ test('compress and uncompress round trip (objects and JSON text)', () => {
   }
 });
 
+test('classification stages: importance, superseded-by-correction, quotes, minConfidence', () => {
+  const filler = (i) => ({ role: i % 2 ? 'assistant' : 'user',
+    content: `Message ${i} talks about the weather and general plans for the week ahead, nothing in particular, just chatting along.` });
+  const messages = [
+    { role: 'user', content: 'Deploy the billing service on port 8000 behind the nginx proxy, with TLS terminated at the proxy and health checks on /healthz every ten seconds.' },
+    filler(1),
+    { role: 'user', content: 'Actually, use port 8080 not 8000 for the billing service: nginx already listens on 8000 on that host, and the health checks stay as they are.' },
+    ...[3, 4, 5, 6, 7].map(filler),
+  ];
+  const out = compress(messages, { contradictionDetection: true, trace: true });
+  assert.equal(out.stats.superseded, 1);
+  assert.match(out.messages[0].content, /^\[summary#[0-9a-f]+: superseded by msg_2/);
+  assert.ok(out.trace.some((d) => d.index === 0 && d.action === 'superseded' && d.reason === 'corrected by message 2 (actually)'));
+  assert.deepEqual(uncompress(out.messages, out.verbatim), messages);
+  assert.equal(compress(messages).stats.superseded, 0, 'opt-in');
+
+  const quoted = [{ role: 'user', content: 'We went through the incident timeline together and the on-call engineer explained every step in detail. The customer wrote "the export has been failing since Tuesday at 14:05" in the ticket. There was a long discussion about dashboards and alert thresholds that went nowhere in particular at all.' },
+    ...[1, 2, 3, 4, 5].map(filler)];
+  const q = compress(quoted, { preserveQuotes: true });
+  assert.ok(q.messages[0].content.includes('"the export has been failing since Tuesday at 14:05"'), q.messages[0].content);
+
+  const imp = compress(messages, { importanceScoring: true, importanceThreshold: 0, trace: true });
+  assert.ok(imp.trace.some((d) => d.action === 'preserved' && d.reason.startsWith('importance ')));
+  const strict = compress(messages, { minConfidence: 1, trace: true });
+  assert.deepEqual(uncompress(strict.messages, strict.verbatim), messages);
+  throwsCode(() => compress([], { importanceThreshold: 2 }), 'invalid_options', 'options.importanceThreshold');
+  throwsCode(() => compress([], { minConfidence: -1 }), 'invalid_options', 'options.minConfidence');
+  throwsCode(() => compress([], { preserveQuotes: 'yes' }), 'invalid_options', 'options.preserveQuotes');
+});
+
 test('bad input: typed errors, never a trapped instance', () => {
   throwsCode(() => applyWatermark('not an array'), 'invalid_input', 'messages');
   throwsCode(() => applyWatermark([{ role: 'user', content: 42 }]), 'invalid_message', 'messages[0].content');

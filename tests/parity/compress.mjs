@@ -17,7 +17,9 @@ const condense = await import(pathToFileURL(resolve(pkgDir, manifest.exports['.'
 
 const OPTION_SETS = [{}, { recencyWindow: 2, fuzzyDedup: true }, { preserveNumbers: true, query: 'booking price' }, { targetRatio: 0.25 },
   { method: 'hierarchical', targetRatio: 0.3 },
-  { prefixStable: true }, { prefixStable: true, targetRatio: 0.25, recencyWindow: 2 }];
+  { prefixStable: true }, { prefixStable: true, targetRatio: 0.25, recencyWindow: 2 },
+  { targetRatio: 0.1, trace: true },
+  { importanceScoring: true, contradictionDetection: true, preserveQuotes: true, minConfidence: 0.5, trace: true }];
 const cases = [];
 for (const file of fixtures) {
   for (const line of readFileSync(file, 'utf8').split('\n')) {

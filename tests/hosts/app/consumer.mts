@@ -80,6 +80,7 @@ const workerCompressOptions: Required<WorkerCompressOptions> = {
   preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
   targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
   tokenCounter: counterKind, method, summaries: { abc: 'a summary' }, cache: null, cacheLimit: 5000, prefixStable: false,
+  importanceScoring: true, importanceThreshold: 0.65, contradictionDetection: true, preserveQuotes: true, minConfidence: 0,
 };
 const summarizer: Summarizer = async (text: string, r: SummaryRequest): Promise<string> => {
   const covered: Covers<SummaryRequest, 'id' | 'targetTokens' | 'originalTokens' | 'role' | 'kind' | 'index' | 'block'
@@ -111,14 +112,14 @@ const cacheOf = (k: CompressCache): number => read(cacheCovered, k.version, k.en
 read(cacheOf(again.cache!), compressJson(JSON.stringify(messages), { cache: cacheText }).cache);
 function statsOfCompress(s: CompressStats): number {
   const covered: Covers<CompressStats, 'messagesBefore' | 'messagesAfter' | 'tokensBefore' | 'tokensAfter' | 'ratio' | 'preserved'
-    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
+    | 'summarized' | 'deduped' | 'merged' | 'codeSplit' | 'superseded' | 'truncated' | 'condensedCalls' | 'folded' | 'budget' | 'fits'
     | 'escalation' | 'level' | 'summarizer' | 'cacheHits' | 'cacheMisses' | 'prefixStable' | 'prefixMessages' | 'warnings'> = true;
   const budget: number | null = s.budget;
   const fits: boolean | null = s.fits;
   const warnings: string[] | undefined = s.warnings;
   read(s.cacheHits, s.cacheMisses, s.prefixStable, s.prefixMessages);
   return read(covered, budget, fits, warnings, s.level, summarizerStats(s.summarizer), s.messagesBefore + s.messagesAfter + s.tokensBefore + s.tokensAfter + s.ratio + s.preserved
-    + s.summarized + s.deduped + s.merged + s.codeSplit + s.truncated + s.condensedCalls + s.folded + s.escalation);
+    + s.summarized + s.deduped + s.merged + s.codeSplit + s.superseded + s.truncated + s.condensedCalls + s.folded + s.escalation);
 }
 const decision = (d: Decision): string => {
   const covered: Covers<Decision, 'index' | 'block' | 'action' | 'reason'> = true;
@@ -229,6 +230,7 @@ const crOptions: Required<CompressRequestOptions> = {
   minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
   tokenCounter: 'estimate', countTokens: (text: string) => text.length, method: 'extractive', summaries: null,
   cache: null, cacheLimit: 100, prefixStable: true,
+  importanceScoring: false, importanceThreshold: 0.65, contradictionDetection: false, preserveQuotes: false, minConfidence: 0,
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
 const crCovered: Covers<CompressRequestResult, 'body' | 'verbatim' | 'stats' | 'trace' | 'cache'> = true;

@@ -1,0 +1,142 @@
+//! What a later tool call reuses: the values of tool output, ranked for the token budget.
+//!
+//! Agents' next calls mostly reuse identifiers from the newest tool output (an order id, a zip
+//! code, a file name, the last item of a listing). When the budget leaves room for only a few
+//! tokens of a tool output, these are what to keep, before field names and prose:
+//!
+//! - JSON output: its scalar leaves as the input wrote them (strings of at most
+//!   [`MAX_VALUE_CHARS`] characters, numbers; not `true`/`false`/`null`), identifier-like ones
+//!   first (a key token, or under a field named `…id`, `…name`, `…status`), then short ones,
+//!   then the rest;
+//! - other output: its key tokens ([`crate::text::keys`]).
+//!
+//! Within each rank the order is *both ends first* ([`both_ends`]): the first item, the last,
+//! the second, the second to last… — listings are read from both ends ("the first and the last
+//! airport"), and logs end with their outcome.
+
+use serde_json::Value;
+
+use crate::text::keys;
+
+/// Longest string value listed whole.
+pub const MAX_VALUE_CHARS: usize = 100;
+
+/// The values of one tool output, most reusable first (see the module docs).
+pub fn tool_values(text: &str) -> Vec<String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => {
+            let mut leaves: Vec<(u8, String)> = Vec::new();
+            leaves_of(&v, "", &mut leaves);
+            let mut out = Vec::with_capacity(leaves.len());
+            for rank in 0..3u8 {
+                let of_rank: Vec<String> = leaves
+                    .iter()
+                    .filter(|(r, _)| *r == rank)
+                    .map(|(_, s)| s.clone())
+                    .collect();
+                out.extend(both_ends(of_rank));
+            }
+            dedup(out)
+        }
+        _ => dedup(both_ends(
+            keys::extract(text).into_iter().map(|(k, _)| k).collect(),
+        )),
+    }
+}
+
+/// `items` reordered first, last, second, second to last, … (every item once).
+pub fn both_ends<T>(items: Vec<T>) -> Vec<T> {
+    let n = items.len();
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(n);
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        if let Some(x) = slots[lo].take() {
+            out.push(x);
+        }
+        lo += 1;
+        if lo < hi {
+            hi -= 1;
+            if let Some(x) = slots[hi].take() {
+                out.push(x);
+            }
+        }
+    }
+    out
+}
+
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
+}
+
+/// Scalar leaves with their rank (0: identifier-like, 1: short, 2: other), in document order.
+fn leaves_of(v: &Value, field: &str, out: &mut Vec<(u8, String)>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                leaves_of(child, k, out);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                leaves_of(item, field, out);
+            }
+        }
+        Value::Number(n) => out.push((0, n.to_string())),
+        Value::String(s) => {
+            let s = s.trim();
+            if s.is_empty() || s.chars().count() > MAX_VALUE_CHARS {
+                return;
+            }
+            let f = field.to_ascii_lowercase();
+            let idish = f.ends_with("id") || f.contains("name") || f.contains("status");
+            let rank = if idish || keys::classify(s).is_some() {
+                0
+            } else if s.chars().count() <= 24 {
+                1
+            } else {
+                2
+            };
+            out.push((rank, s.to_string()));
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_ends_alternates() {
+        assert_eq!(both_ends(vec![1, 2, 3, 4, 5]), vec![1, 5, 2, 4, 3]);
+        assert_eq!(both_ends(vec![1, 2, 3, 4]), vec![1, 4, 2, 3]);
+        assert_eq!(both_ends(Vec::<u8>::new()), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn json_values_rank_ids_first_and_skip_booleans() {
+        let v = tool_values(
+            r#"{"order_id": 12446, "order_type": "Buy", "ok": true, "note": "a long remark about the order and why it was placed"}"#,
+        );
+        assert_eq!(v[0], "12446");
+        assert!(v.contains(&"Buy".to_string()));
+        assert!(!v.contains(&"true".to_string()));
+        assert_eq!(
+            v.last().map(String::as_str),
+            Some("a long remark about the order and why it was placed")
+        );
+    }
+
+    #[test]
+    fn listings_give_both_ends_first() {
+        let v = tool_values("['RMS', 'SBK', 'MPC', 'SVP', 'BOS']");
+        assert_eq!(&v[..2], &["RMS".to_string(), "BOS".to_string()]);
+        let v = tool_values(r#"{"matches": ["a1", "b2", "c3"]}"#);
+        assert_eq!(v, vec!["a1", "c3", "b2"]);
+    }
+}
