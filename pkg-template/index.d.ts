@@ -392,7 +392,7 @@ export interface SummarizerStats {
   accepted: number;
   /** Summaries not used: empty, or not shorter than the original. */
   rejected: number;
-  /** Calls that threw, rejected or returned no string. */
+  /** Calls that threw, rejected or returned no string. Under a budget the final result may fold or truncate a text a summary was asked for: `accepted + rejected + failed ≤ requested`. */
   failed: number;
 }
 

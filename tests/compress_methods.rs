@@ -359,7 +359,12 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                     }
                 }
                 assert_eq!(used, s.accepted, "{id}");
-                assert_eq!(s.accepted + s.rejected + s.failed, s.requested, "{id}");
+                // Under a budget the final plan may fold or truncate a text that phase 1 asked a
+                // summary for: such summaries count in none of the three.
+                assert!(s.accepted + s.rejected + s.failed <= s.requested, "{id}");
+                if budget.is_none() {
+                    assert_eq!(s.accepted + s.rejected + s.failed, s.requested, "{id}");
+                }
                 // Deterministic given the summaries: phase 2 by hand gives the same bytes.
                 let summaries: BTreeMap<String, String> = requests
                     .iter()

@@ -111,6 +111,9 @@ pub struct SummarizerStats {
     pub rejected: usize,
     /// Requests the summariser failed (threw, rejected, returned no string).
     pub failed: usize,
+    // Under a budget the final plan can fold or truncate a text that phase 1 asked a summary
+    // for: such summaries count in none of the three, so accepted + rejected + failed ≤
+    // requested (equal without a budget).
 }
 
 /// An LLM (or any other) summariser for native callers of `abstractive` and `hybrid`.
