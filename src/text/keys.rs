@@ -284,13 +284,16 @@ pub fn contains_token(hay: &str, key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
     /// The index of the first rule, in order, that matches `t`.
+    #[cfg(not(target_arch = "wasm32"))]
     fn first_rule_in_order(t: &str) -> Option<usize> {
         rules().rules.iter().position(|(_, re)| re.is_match(t))
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         /// The plain-word shortcut and the one-pass rule set choose what the rules in order do.
         #[test]
