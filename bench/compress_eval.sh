@@ -8,7 +8,8 @@
 #        CONDENSE (the binary; default $CARGO_TARGET_DIR/release/condense, built if missing),
 #        SETS (default: sharegpt_dev tool_sessions_dev_openai tool_sessions_dev_anthropic),
 #        BUDGET_RATIO (0.25), CONDENSE_ARGS (extra arguments of `condense compress`, e.g. --lexical)
-# Outputs and score JSON go to $EVAL_DIR/runs/<set>.<config>.*; the scores are printed.
+# Outputs and score JSON go to $EVAL_DIR/runs/<set>.<config>.*; the scores are printed, and for
+# budget configs whether every result condense says fits is within its budget in o200k tokens.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=$(cd "$ROOT/../shared" 2>/dev/null && pwd || echo /work/shared)
@@ -24,7 +25,7 @@ if [ ! -f "$EVAL_DIR/node_modules/gpt-tokenizer/package.json" ]; then
   chmod -R u+w "$EVAL_DIR"
   (cd "$EVAL_DIR" && npm ci --no-audit --no-fund >/dev/null)
 fi
-cp "$ROOT/bench/compress_tasks.ts" "$EVAL_DIR/"
+cp "$ROOT/bench/compress_tasks.ts" "$ROOT/bench/compress_fits.ts" "$EVAL_DIR/"
 [ -x "$CONDENSE" ] || (cd "$ROOT" && nice cargo build --release --bin condense)
 mkdir -p "$EVAL_DIR/runs"
 cd "$EVAL_DIR"
@@ -40,5 +41,7 @@ for set in $SETS; do
     TASKS="$base.tasks.jsonl" npx tsx compress_tasks.ts merge "$base.raw.jsonl" "$base.restored.jsonl" "$base.out.jsonl"
     npx tsx metrics_compress.ts score --set "$data" --outputs "$base.out.jsonl" --label "$set $config" \
       | tee "$base.score.json"
+    # Budget runs: does every result condense says fits fit in o200k tokens?
+    [ "$config" = default ] || npx tsx compress_fits.ts "$base" | tee "$base.fits.json"
   done
 done

@@ -47,14 +47,14 @@
 //! ```
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{read_json, read_value, Error, ErrorKind};
-use crate::text::hash::fnv1a;
+use crate::text::hash::{fnv1a, FastMap};
 use crate::text::keys::{self, KeyKind};
 
 /// The cache's format version.
@@ -288,9 +288,10 @@ impl std::fmt::Debug for Memo {
 
 #[derive(Default)]
 struct MemoInner {
-    tokens: HashMap<String, Option<KeyKind>>,
-    keys: HashMap<String, Rc<Vec<(String, KeyKind)>>>,
-    scores: HashMap<String, f64>,
+    // foldhash maps: probed for every token and sentence of the call (never iterated).
+    tokens: FastMap<String, Option<KeyKind>>,
+    keys: FastMap<String, Rc<Vec<(String, KeyKind)>>>,
+    scores: FastMap<String, f64>,
     cache: Option<CompressCache>,
     hits: usize,
     misses: usize,

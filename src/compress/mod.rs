@@ -24,10 +24,15 @@
 //!    text summarised to the same, largest share of its size that fits, key tokens listed
 //!    within it; then less kept verbatim (recency window 2 → 1 → condensed tool-call
 //!    arguments → 0 → the oldest messages folded into one `user` summary), truncation, and
-//!    finally everything but preserved-role messages folded.
+//!    finally everything but preserved-role messages folded. A fold's marker lists what the
+//!    next turn most likely needs (`[summary#1c9e04aa 5 messages folded | 83214 94016]`;
+//!    comma-separated when a value has a space in it; the label goes first when values need
+//!    the room).
 //!
-//! Query relevance: term overlap, or with [`compress_with`] and an [`Embedder`] the cosine of
-//! the query with each sentence.
+//! Query relevance: term overlap (English stop words left out), or with [`compress_with`] and
+//! an [`Embedder`] the cosine of the query with each sentence; and wherever key tokens are
+//! listed under a budget (a budget summary, a fold) the values of JSON tool output under fields
+//! the query names come first (`order_id` for "cancel my order"; see `values.rs`).
 //!
 //! Token counting (`counter.rs`): the estimator by default, the embedder's tokenizer
 //! (`tokenCounter: "model"`) or a caller's [`TokenCounter`] in a [`CompressContext`]; one
@@ -1084,7 +1089,7 @@ fn plan(
             let mut listed: HashSet<String> = HashSet::new();
             for g in fold.clone().rev() {
                 for text in tool_outputs(&values[g], views[g].role() == Some(Role::Tool)) {
-                    for k in values::tool_values(text) {
+                    for k in values::tool_values_for(text, terms) {
                         if !known.set.contains(&k) && listed.insert(k.clone()) {
                             candidates.push(k);
                         }
@@ -1105,10 +1110,12 @@ fn plan(
                 .unwrap_or_else(|| tuning.level.budget(chars));
             let count = fold.len();
             let body = fold_body(count, &candidates, budget);
+            // No colon after the id (unlike other summaries): under the tightest budgets
+            // its token is a value.
             let text = if body.is_empty() {
                 format!("[summary#{id}]")
             } else {
-                format!("[summary#{id}: {body}]")
+                format!("[summary#{id} {body}]")
             };
             let before: usize = texts_tokens(fold.clone().map(|g| &values[g]), tok);
             if tok.count(&text) >= before {
@@ -1503,7 +1510,16 @@ fn fill_fate(
             if all.chars().count() <= budget {
                 return summarized(all);
             }
-            let candidates = known.fill_keys(t, terms);
+            // The values under fields the query names first, then the key tokens.
+            let mut candidates: Vec<String> = values::named_by_query(t, terms)
+                .into_iter()
+                .filter(|k| !known.set.contains(k))
+                .collect();
+            for k in known.fill_keys(t, terms) {
+                if !candidates.contains(&k) {
+                    candidates.push(k);
+                }
+            }
             let compact =
                 summarize::json_compact(&v, level, seen, unit.msg, options.preserve_numbers);
             if compact.chars().count() <= budget {
@@ -1520,7 +1536,7 @@ fn fill_fate(
             }));
         }
         // Other tool output: its values (both ends of a listing first) before its sentences.
-        let candidates: Vec<String> = values::tool_values(t)
+        let candidates: Vec<String> = values::tool_values_for(t, terms)
             .into_iter()
             .filter(|k| !known.set.contains(k))
             .collect();
@@ -1664,21 +1680,32 @@ fn cached_code_split(
     v.strip_prefix('1').map(str::to_string)
 }
 
-/// The body of a folded summary within `budget` characters: `N messages folded | a, b, …`,
-/// the label dropped when it would crowd out values (a tiny budget), `N messages folded` when
-/// no value fits, nothing when not even that fits.
+/// The body of a folded summary within `budget` characters: `N messages folded | a b c`, the
+/// label dropped when it would crowd out values (a tiny budget), `N messages folded` when no
+/// value fits, nothing when not even that fits. Values are separated by one space (a comma
+/// costs a token of its own, and under the tightest budgets that token is a value), or by `, `
+/// when a candidate has white space in it (`94016, San Francisco`), so the list stays
+/// readable.
 fn fold_body(count: usize, candidates: &[String], budget: usize) -> String {
     let label = format!("{count} messages folded");
+    let sep = if candidates
+        .iter()
+        .any(|k| k.chars().any(char::is_whitespace))
+    {
+        ", "
+    } else {
+        " "
+    };
     let list = |room: usize| {
         let mut out = String::new();
         let mut used = 0;
         for k in candidates {
-            let len = k.chars().count() + if out.is_empty() { 0 } else { 2 };
+            let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
             if used + len > room || keys::contains_token(&out, k) {
                 continue;
             }
             if !out.is_empty() {
-                out.push_str(", ");
+                out.push_str(sep);
             }
             out.push_str(k);
             used += len;

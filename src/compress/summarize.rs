@@ -93,8 +93,15 @@ impl Level {
 /// sentence's (by trimmed sentence text).
 #[derive(Clone, Debug, Default)]
 pub struct Query {
-    /// Lower-cased query words of 3+ characters (term-overlap relevance).
+    /// Lower-cased query words of 3+ characters that are not English stop words
+    /// (term-overlap relevance).
     pub terms: HashSet<String>,
+    /// The query's key tokens (identifiers, numbers, paths, … as [`keys::extract`] finds
+    /// them).
+    pub keys: HashSet<String>,
+    /// The query's words as BM25 terms (stemmed, stop words left out): matched against the
+    /// field names of JSON tool output (`order_id` for "cancel my orders").
+    pub stems: HashSet<String>,
     /// Cosine of the query with each sentence, when an embedder was given.
     pub cosines: HashMap<String, f32>,
     /// What identifies the cosines (the query text and the embedder's identity), for cache
@@ -115,12 +122,49 @@ impl Query {
         self.terms.contains(word)
     }
 
+    /// Whether the query names a JSON field: a BM25 term of the field's name (split at `_`,
+    /// `-`, `.` and camel-case humps) is one of the query's.
+    pub fn names_field(&self, field: &str) -> bool {
+        if self.stems.is_empty() || field.is_empty() {
+            return false;
+        }
+        let mut spaced = String::with_capacity(field.len() + 4);
+        let mut prev_lower = false;
+        for c in field.chars() {
+            if c.is_uppercase() && prev_lower {
+                spaced.push(' ');
+            }
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+            spaced.push(c);
+        }
+        crate::retrieve::analyze::Analyzer::english()
+            .terms(&spaced)
+            .iter()
+            .any(|t| self.stems.contains(t))
+    }
+
+    /// Whether the query already holds `value` (one of its key tokens, or a word of it): the
+    /// next turn has it, so the context need not keep it first.
+    pub fn holds(&self, value: &str) -> bool {
+        self.keys.contains(value) || self.terms.contains(&value.to_lowercase())
+    }
+
     /// What a summary depends on besides its text and level: the sorted terms and the source
     /// of the cosines (cache keys).
     pub(crate) fn fingerprint(&self) -> String {
         let mut terms: Vec<&str> = self.terms.iter().map(String::as_str).collect();
         terms.sort_unstable();
-        format!("{}\u{0}{}", terms.join(" "), self.cosine_source)
+        let mut keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+        keys.sort_unstable();
+        let mut stems: Vec<&str> = self.stems.iter().map(String::as_str).collect();
+        stems.sort_unstable();
+        format!(
+            "{}\u{0}{}\u{0}{}\u{0}{}",
+            terms.join(" "),
+            keys.join(" "),
+            stems.join(" "),
+            self.cosine_source
+        )
     }
 }
 
@@ -128,7 +172,8 @@ impl Query {
 /// two query-term hits).
 const COSINE_WEIGHT: f64 = 12.0;
 
-/// Query terms (lower-cased words of 3+ characters) used for relevance.
+/// Query terms (lower-cased words of 3+ characters, English stop words left out) used for
+/// relevance, and the query's key tokens.
 pub fn query_terms(query: Option<&str>) -> Query {
     Query {
         terms: query
@@ -136,6 +181,19 @@ pub fn query_terms(query: Option<&str>) -> Query {
                 q.split(|c: char| !c.is_alphanumeric() && c != '_')
                     .filter(|w| w.chars().count() >= 3)
                     .map(str::to_lowercase)
+                    .filter(|w| !crate::retrieve::analyze::is_english_stop_word(w))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        keys: query
+            .map(|q| keys::extract(q).into_iter().map(|(k, _)| k).collect())
+            .unwrap_or_default(),
+        stems: query
+            .map(|q| {
+                crate::retrieve::analyze::Analyzer::english()
+                    .terms(q)
+                    .into_iter()
+                    .filter(|t| t.chars().count() >= 2)
                     .collect()
             })
             .unwrap_or_default(),

@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::summarize::Query;
 use crate::text::keys;
 
 /// Longest string value listed whole.
@@ -42,6 +43,45 @@ pub fn tool_values(text: &str) -> Vec<String> {
             keys::extract(text).into_iter().map(|(k, _)| k).collect(),
         )),
     }
+}
+
+/// [`tool_values`] with the values the query is about first ([`named_by_query`]). Without
+/// query terms, or for output that is not JSON, the same as [`tool_values`].
+pub fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
+    let mut named = named_by_query(text, query);
+    if named.is_empty() {
+        return tool_values(text);
+    }
+    named.extend(tool_values(text));
+    dedup(named)
+}
+
+/// The values of a JSON tool output's leaves under fields the query names
+/// ([`Query::names_field`]: `order_id` and `order_type` for "cancel my order"), ranked as in
+/// [`tool_values`] (identifier-like first) and in reading order within a rank, leaving out the
+/// ones the query itself holds (the next turn has those). Empty without query terms or for
+/// output that is not JSON.
+pub fn named_by_query(text: &str, query: &Query) -> Vec<String> {
+    if query.stems.is_empty() {
+        return Vec::new();
+    }
+    let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut leaves: Vec<(u8, String, String)> = Vec::new();
+    leaves_with_fields(&v, "", &mut leaves);
+    let mut named_fields: std::collections::HashMap<&str, bool> = Default::default();
+    let mut named: Vec<(u8, &String)> = Vec::new();
+    for (rank, value, field) in &leaves {
+        let is_named = *named_fields
+            .entry(field.as_str())
+            .or_insert_with(|| query.names_field(field));
+        if is_named && !query.holds(value) {
+            named.push((*rank, value));
+        }
+    }
+    named.sort_by_key(|(rank, _)| *rank);
+    dedup(named.into_iter().map(|(_, v)| v.clone()).collect())
 }
 
 /// `items` reordered first, last, second, second to last, … (every item once).
@@ -75,18 +115,30 @@ fn dedup(items: Vec<String>) -> Vec<String> {
 
 /// Scalar leaves with their rank (0: identifier-like, 1: short, 2: other), in document order.
 fn leaves_of(v: &Value, field: &str, out: &mut Vec<(u8, String)>) {
+    let mut with_fields = Vec::new();
+    leaves_with_fields(v, field, &mut with_fields);
+    out.extend(
+        with_fields
+            .into_iter()
+            .map(|(rank, value, _)| (rank, value)),
+    );
+}
+
+/// The scalar leaves of `v` with their rank (see the module docs) and the name of the field
+/// they are under (the nearest object key).
+fn leaves_with_fields(v: &Value, field: &str, out: &mut Vec<(u8, String, String)>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                leaves_of(child, k, out);
+                leaves_with_fields(child, k, out);
             }
         }
         Value::Array(items) => {
             for item in items {
-                leaves_of(item, field, out);
+                leaves_with_fields(item, field, out);
             }
         }
-        Value::Number(n) => out.push((0, n.to_string())),
+        Value::Number(n) => out.push((0, n.to_string(), field.to_string())),
         Value::String(s) => {
             let s = s.trim();
             if s.is_empty() || s.chars().count() > MAX_VALUE_CHARS {
@@ -101,7 +153,7 @@ fn leaves_of(v: &Value, field: &str, out: &mut Vec<(u8, String)>) {
             } else {
                 2
             };
-            out.push((rank, s.to_string()));
+            out.push((rank, s.to_string(), field.to_string()));
         }
         Value::Bool(_) | Value::Null => {}
     }
@@ -110,6 +162,24 @@ fn leaves_of(v: &Value, field: &str, out: &mut Vec<(u8, String)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_query_names_fields_and_their_values_come_first() {
+        use crate::compress::summarize::query_terms;
+        let out = r#"{"order_id": 12446, "order_type": "Buy", "symbol": "AAPL", "price": 227.16, "zipcode": "94016"}"#;
+        let q = query_terms(Some("Please cancel my recent orders for the AAPL shares."));
+        assert!(q.names_field("order_id") && q.names_field("orderType"));
+        assert!(!q.names_field("symbol") && !q.names_field("zipcode"));
+        // Identifier-like first (`order_id`), then short values; AAPL is in the query already.
+        assert_eq!(named_by_query(out, &q), vec!["12446", "Buy"]);
+        let all = tool_values_for(out, &q);
+        assert_eq!(&all[..2], &["12446".to_string(), "Buy".to_string()]);
+        assert!(all.contains(&"AAPL".to_string()) && all.contains(&"94016".to_string()));
+        // Without a query, or for text that is not JSON: the plain ranking.
+        let none = query_terms(None);
+        assert_eq!(tool_values_for(out, &none), tool_values(out));
+        assert!(named_by_query("order 12446 placed", &q).is_empty());
+    }
 
     #[test]
     fn both_ends_alternates() {

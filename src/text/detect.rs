@@ -49,13 +49,14 @@ impl Hard {
 /// assert_eq!(hard("The build failed because the cache was stale."), None);
 /// ```
 pub fn hard(text: &str) -> Option<Hard> {
-    if is_secret(text) {
+    let phrases = Phrases::of(text);
+    if is_secret(text, &phrases) {
         return Some(Hard::Secret);
     }
     if is_json(text) {
         return Some(Hard::Json);
     }
-    if is_stack_trace(text) {
+    if is_stack_trace(text, &phrases) {
         return Some(Hard::StackTrace);
     }
     if is_diff(text) {
@@ -64,7 +65,7 @@ pub fn hard(text: &str) -> Option<Hard> {
     if is_table(text) {
         return Some(Hard::Table);
     }
-    if is_sql(text) {
+    if is_sql(&phrases) {
         return Some(Hard::Sql);
     }
     if is_code(text) {
@@ -80,8 +81,79 @@ pub fn is_json(text: &str) -> bool {
         && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok()
 }
 
-fn is_secret(text: &str) -> bool {
-    if text.contains("-----BEGIN ") && text.contains(" KEY-----") {
+/// The fixed phrases [`hard`] looks for: the first four case-sensitive, the SQL ones
+/// ASCII-case-insensitive (as `text.to_ascii_uppercase().contains(…)` would find them).
+const PHRASES: [(&str, bool); 12] = [
+    ("-----BEGIN ", true),
+    (" KEY-----", true),
+    ("Traceback (most recent call last)", true),
+    ("panicked at ", true),
+    ("SELECT ", false),
+    (" FROM ", false),
+    ("INSERT INTO ", false),
+    ("UPDATE ", false),
+    (" SET ", false),
+    ("DELETE FROM ", false),
+    ("CREATE TABLE ", false),
+    ("ALTER TABLE ", false),
+];
+
+/// Which of [`PHRASES`] a text contains (bit `i` for phrase `i`), found in one pass.
+#[derive(Clone, Copy)]
+struct Phrases(u16);
+
+impl Phrases {
+    fn of(text: &str) -> Phrases {
+        static AUTOMATON: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+            std::sync::OnceLock::new();
+        let Some(ac) = AUTOMATON.get_or_init(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(PHRASES.iter().map(|(p, _)| p))
+                .ok()
+        }) else {
+            // Not reachable (fixed patterns); the plain searches as a fallback.
+            return Phrases::slow(text);
+        };
+        let mut found = 0u16;
+        // Overlapping: every occurrence of every phrase, as separate `contains` calls would see.
+        for m in ac.find_overlapping_iter(text) {
+            let i = m.pattern().as_usize();
+            let (phrase, exact) = PHRASES[i];
+            if !exact || &text[m.range()] == phrase {
+                found |= 1 << i;
+            }
+        }
+        Phrases(found)
+    }
+
+    /// The same answer with a substring search per phrase (the specification; tests compare).
+    fn slow(text: &str) -> Phrases {
+        let upper = text.to_ascii_uppercase();
+        let mut found = 0u16;
+        for (i, (phrase, exact)) in PHRASES.iter().enumerate() {
+            let hit = if *exact {
+                text.contains(phrase)
+            } else {
+                upper.contains(phrase)
+            };
+            if hit {
+                found |= 1 << i;
+            }
+        }
+        Phrases(found)
+    }
+
+    fn has(self, phrase: &str) -> bool {
+        PHRASES
+            .iter()
+            .position(|(p, _)| *p == phrase)
+            .is_some_and(|i| self.0 & (1 << i) != 0)
+    }
+}
+
+fn is_secret(text: &str, phrases: &Phrases) -> bool {
+    if phrases.has("-----BEGIN ") && phrases.has(" KEY-----") {
         return true;
     }
     text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '=' | ':' | ','))
@@ -116,8 +188,8 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter(|l| !l.trim().is_empty())
 }
 
-fn is_stack_trace(text: &str) -> bool {
-    if text.contains("Traceback (most recent call last)") || text.contains("panicked at ") {
+fn is_stack_trace(text: &str, phrases: &Phrases) -> bool {
+    if phrases.has("Traceback (most recent call last)") || phrases.has("panicked at ") {
         return true;
     }
     let frames = lines(text)
@@ -162,9 +234,8 @@ fn is_table(text: &str) -> bool {
         })
 }
 
-fn is_sql(text: &str) -> bool {
-    let upper = text.to_ascii_uppercase();
-    let has = |s: &str| upper.contains(s);
+fn is_sql(phrases: &Phrases) -> bool {
+    let has = |s: &str| phrases.has(s);
     (has("SELECT ") && has(" FROM "))
         || has("INSERT INTO ")
         || (has("UPDATE ") && has(" SET "))
@@ -280,6 +351,44 @@ mod tests {
         );
         assert_eq!(hard("I think we should:\n- go\n- stay\nand decide."), None);
         assert_eq!(hard("Error: at line 3 (x)"), None);
+    }
+
+    #[test]
+    fn one_pass_phrases_agree_with_a_search_per_phrase() {
+        let texts = [
+            "select name from users",
+            "Select id FROM t; update x set y = 1",
+            "-----BEGIN RSA PRIVATE KEY-----\nabc",
+            "-----begin rsa private key-----",
+            "Traceback (most recent call last):\n  File \"a.py\"",
+            "traceback (Most recent call last)",
+            "thread 'main' panicked at src/main.rs:2:5",
+            "DELETE FROM logs; CREATE TABLE a (x int); ALTER TABLE a ADD y",
+            "insert into t values (1); \u{e9}t\u{e9} UPDATE  SET",
+            " FROM  FROM SELECT SELECT ",
+            "",
+        ];
+        for t in texts {
+            assert_eq!(Phrases::of(t).0, Phrases::slow(t).0, "{t:?}");
+        }
+        assert_eq!(
+            hard("select name from users where id = 3;"),
+            Some(Hard::Sql)
+        );
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        #[test]
+        fn phrases_agree_on_any_text(
+            parts in proptest::collection::vec(
+                "(?i)select |from |insert into |update |set |delete from |create table |alter table |-----BEGIN | KEY-----|panicked at |[a-z ]{0,6}",
+                0..12,
+            )
+        ) {
+            let t = parts.concat();
+            proptest::prop_assert_eq!(Phrases::of(&t).0, Phrases::slow(&t).0);
+        }
     }
 
     #[test]

@@ -174,26 +174,25 @@ fn classify_rules(token: &str) -> Option<KeyKind> {
     None
 }
 
+/// Token separators among ASCII characters: white space, quotes, brackets, `,;|*=` and the
+/// backtick.
+const ASCII_SEPARATOR: [bool; 128] = {
+    let mut t = [false; 128];
+    let seps = b" \t\n\x0b\x0c\r\"'()[]{}<>,;|*=`";
+    let mut i = 0;
+    while i < seps.len() {
+        t[seps[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+#[inline]
 fn is_separator(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '"' | '\''
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '<'
-                | '>'
-                | ','
-                | ';'
-                | '|'
-                | '*'
-                | '='
-                | '`'
-        )
+    match ASCII_SEPARATOR.get(c as usize) {
+        Some(&sep) => sep,
+        None => c.is_whitespace(),
+    }
 }
 
 /// The key tokens of `text` with their kinds, unique, in order of first occurrence (code
@@ -257,6 +256,75 @@ pub fn extract_with(
     out
 }
 
+/// The key tokens of `text` as [`extract`] finds them (same keys, same order), passed to `f` as
+/// slices of `text`: nothing is allocated for a text with few keys (the sentence scorer runs
+/// this for every sentence).
+pub fn for_each_key(text: &str, mut f: impl FnMut(&str, KeyKind)) {
+    let mut seen = Seen::default();
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        match after.find(['`', '\n']) {
+            Some(close) if after.as_bytes()[close] == b'`' => {
+                let span = after[..close].trim();
+                let n = after[..close].chars().count();
+                if (2..=80).contains(&n)
+                    && span.chars().count() >= 2
+                    && span.bytes().any(|b| b.is_ascii_alphanumeric())
+                    && !seen.contains(span)
+                {
+                    seen.insert(span);
+                    f(span, KeyKind::Code);
+                }
+                rest = &after[close + 1..];
+            }
+            Some(close) => rest = &after[close..],
+            None => break,
+        }
+    }
+    for raw in text.split(is_separator) {
+        let t = raw.trim_start_matches(['(', '[']);
+        let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
+        if t.is_empty() || plain_word(t) || seen.contains(t) {
+            continue;
+        }
+        if let Some(kind) = classify(t) {
+            seen.insert(t);
+            f(t, kind);
+        }
+    }
+}
+
+/// The keys [`for_each_key`] has passed on: a short list, a set once there are many.
+#[derive(Default)]
+struct Seen<'a> {
+    small: Vec<&'a str>,
+    big: super::hash::FastSet<&'a str>,
+}
+
+impl<'a> Seen<'a> {
+    const SMALL: usize = 32;
+
+    fn contains(&self, k: &str) -> bool {
+        if self.big.is_empty() {
+            self.small.contains(&k)
+        } else {
+            self.big.contains(k)
+        }
+    }
+
+    fn insert(&mut self, k: &'a str) {
+        if !self.big.is_empty() {
+            self.big.insert(k);
+        } else if self.small.len() < Self::SMALL {
+            self.small.push(k);
+        } else {
+            self.big.extend(self.small.drain(..));
+            self.big.insert(k);
+        }
+    }
+}
+
 /// Whether `hay` contains `key` as a whole token: no ASCII letter, digit or `_` right before or
 /// after it (where the key itself starts or ends with one).
 pub fn contains_token(hay: &str, key: &str) -> bool {
@@ -305,6 +373,20 @@ mod tests {
                 prop_assert_eq!(classify_rules(&t), None);
             }
         }
+
+        /// The allocation-free walk finds what `extract` finds, in the same order.
+        #[test]
+        fn for_each_key_agrees_with_extract(
+            words in proptest::collection::vec(
+                "`[a-z_]{1,6}`|[a-z]{1,8}|[A-Z]{2,5}|[a-z]+_[a-z0-9]+|[0-9]{2,6}|src/[a-z]{1,4}\\.rs|v[0-9]\\.[0-9]\\.[0-9]",
+                0..80,
+            )
+        ) {
+            let text = words.join(" ");
+            let mut walked = Vec::new();
+            for_each_key(&text, |k, kind| walked.push((k.to_string(), kind)));
+            prop_assert_eq!(walked, extract(&text));
+        }
     }
 
     #[test]
@@ -343,6 +425,34 @@ mod tests {
         ];
         for (t, want) in cases {
             assert_eq!(classify(t), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn the_separator_table_is_the_rule() {
+        let rule = |c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\''
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '<'
+                        | '>'
+                        | ','
+                        | ';'
+                        | '|'
+                        | '*'
+                        | '='
+                        | '`'
+                )
+        };
+        for c in (0u32..0x3000).filter_map(char::from_u32) {
+            assert_eq!(is_separator(c), rule(c), "{c:?}");
         }
     }
 

@@ -112,13 +112,13 @@ pub fn score_sentence(sentence: &str) -> f64 {
             score += 2.0;
         }
     }
-    for (key, kind) in keys::extract(sentence) {
+    keys::for_each_key(sentence, |key, kind| {
         let counted =
-            kind == KeyKind::Identifier && (is_camel(&key) || is_pascal(&key) || is_snake(&key));
+            kind == KeyKind::Identifier && (is_camel(key) || is_pascal(key) || is_snake(key));
         if !counted {
             score += 1.0;
         }
-    }
+    });
     let len = sentence.chars().count();
     if (40..=120).contains(&len) {
         score += 2.0;
@@ -175,7 +175,11 @@ fn is_vowelless(w: &str) -> bool {
 }
 
 fn is_grep_ref(raw: &str) -> bool {
-    // path:line or path:line:col
+    // path:line or path:line:col (a plain byte loop first: most words have no colon, and a
+    // memchr call per word costs more than it saves on words this short).
+    if raw.len() < 5 || !raw.bytes().any(|b| b == b':') {
+        return false;
+    }
     let mut parts = raw.trim_end_matches([',', '.', ')']).split(':');
     let (Some(path), Some(line)) = (parts.next(), parts.next()) else {
         return false;

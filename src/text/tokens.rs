@@ -4,7 +4,9 @@
 //! tokenizer (the one budgets are judged in) so that it errs on the high side:
 //! - a run of letters costs one token per camel-case part, plus one per further 6 letters of a
 //!   part (`the` → 1, `internationalization` → 4, `parseConfigFile` → 3); a run with more than
-//!   three inner capitals (random ids such as `pYNr2kXMJrhb`) costs one per 3 letters;
+//!   three inner capitals (random ids such as `pYNr2kXMJrhb`) costs one per 3 letters; a run of
+//!   two or more capitals alone (codes such as `SFO`, `AAPL`, `ZRFRE`, which o200k splits into
+//!   pieces of about two letters) costs one per 2 letters plus one (`SFO` → 2, `AAPL` → 3);
 //!   Latin-1 and Latin Extended letters (`é`, `ł`) count as letters;
 //! - a run of digits costs one token per 3 digits, plus one for a space before it;
 //! - a run of 2+ spaces or tabs costs 1, a run of white space with a line break costs 1, a
@@ -250,9 +252,11 @@ impl Masks {
         let inside6 = inside & inside << 1 & inside << 2 & inside << 3 & inside << 4 & inside << 5;
         let part_tokens = every(part_starts, inside6, 6) & counted;
         tokens += part_tokens.count_ones() as usize;
-        // A run with more than three inner capitals costs one token per 3 letters instead.
-        let inner_upper = self.upper & letter << 1 & counted;
-        if inner_upper.count_ones() > 3 {
+        // Runs with inner capitals: capitals alone (`SFO`, `ZRFRE`) cost one token per two
+        // letters plus one; more than three inner capitals (random ids) one per 3 letters.
+        let caps = self.upper & counted;
+        let inner_upper = caps & letter << 1;
+        if inner_upper.count_ones() > 3 || caps & caps << 1 != 0 {
             let mut runs = letter_starts & counted;
             while runs != 0 {
                 let start = runs.trailing_zeros();
@@ -260,10 +264,16 @@ impl Masks {
                 let from = u64::MAX << start;
                 let end = (!letter & from).trailing_zeros();
                 let run = from & !(u64::MAX.checked_shl(end).unwrap_or(0));
-                if (inner_upper & run).count_ones() > 3 {
-                    tokens -= (part_tokens & run).count_ones() as usize;
-                    tokens += run.count_ones().div_ceil(3) as usize;
-                }
+                let len = run.count_ones() as usize;
+                let cost = if len >= 2 && run & self.lower == 0 {
+                    (len + 2) / 2
+                } else if (inner_upper & run).count_ones() > 3 {
+                    len.div_ceil(3)
+                } else {
+                    continue;
+                };
+                tokens -= (part_tokens & run).count_ones() as usize;
+                tokens += cost;
             }
         }
         Some((done, tokens))
@@ -340,7 +350,11 @@ fn run_at<const FAST: bool>(bytes: &[u8], mut i: usize, tokens: &mut usize) -> u
                 }
             }
             parts += 1 + (part_letters.max(1) - 1) / 6;
-            *tokens += if inner_upper > 3 {
+            *tokens += if letters >= 2 && bytes[start..i].iter().all(u8::is_ascii_uppercase) {
+                // Capitals alone (`SFO`, `AAPL`, `ZRFRE`): o200k splits codes like these
+                // into pieces of about two letters.
+                (letters + 2) / 2
+            } else if inner_upper > 3 {
                 letters.div_ceil(3)
             } else {
                 parts
@@ -560,6 +574,8 @@ mod tests {
         assert_eq!(estimate_tokens("a,b"), 3);
         assert_eq!(estimate_tokens("x  y\n\nz"), 5);
         assert_eq!(estimate_tokens("price 1234567"), 5);
+        assert_eq!(estimate_tokens("SFO AAPL"), 5);
+        assert_eq!(estimate_tokens("I WARNING ZRFRE"), 1 + 4 + 3);
         assert_eq!(count_chars("héllo 日本"), 8);
         assert_eq!(measure("héllo 日本"), (8, 3));
     }
@@ -586,7 +602,9 @@ mod tests {
                     j += 1;
                 }
                 parts += 1 + (part - 1) / 6;
-                t += if upper > 3 {
+                t += if j - i >= 2 && cs[i..j].iter().all(char::is_ascii_uppercase) {
+                    (j - i + 2) / 2
+                } else if upper > 3 {
                     (j - i).div_ceil(3)
                 } else {
                     parts
