@@ -115,6 +115,11 @@ impl<'a> Tokens<'a> {
         }
     }
 
+    /// Whether this is the default estimator (no caller's or model's counter).
+    pub(crate) fn is_estimate(&self) -> bool {
+        self.counter.is_none()
+    }
+
     /// The tokens of `text`.
     pub(crate) fn count(&self, text: &str) -> usize {
         let Some(counter) = self.counter else {

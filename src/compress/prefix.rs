@@ -133,7 +133,7 @@ pub(super) fn run(
             .map(|r| (before as f64 * r).floor() as usize)
     });
     if let Some(b) = budget {
-        if after > b {
+        if after > budget::target(b, tok) {
             let mut whole = budget::run(raws, options, query, tok)?;
             whole.stats.prefix_stable = Some(false);
             whole.stats.warnings.push(format!(

@@ -267,19 +267,6 @@ pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue>
     compress_messages(messages, options, None)
 }
 
-/// `compressWithEmbedder(messages, options, embedder)`: `compress` where, with
-/// `options.query`, a sentence's relevance is the cosine between the query's vector and its
-/// own under `embedder` (every unique sentence embedded once per call, in one batch). The
-/// embedder is borrowed, not consumed.
-#[wasm_bindgen(js_name = compressWithEmbedder)]
-pub fn compress_with_embedder(
-    messages: JsValue,
-    options: JsValue,
-    embedder: &retrieve::WasmEmbedder,
-) -> Result<JsValue, JsValue> {
-    compress_messages(messages, options, Some(embedder.embedder()))
-}
-
 fn compress_messages(
     messages: JsValue,
     options: JsValue,
@@ -314,17 +301,6 @@ fn compress_messages(
 #[wasm_bindgen(js_name = compressJson)]
 pub fn compress_json_text(json: &str, options: JsValue) -> Result<JsValue, JsValue> {
     compress_json_value(json, options, None)
-}
-
-/// `compressJsonWithEmbedder(json, options, embedder)`: `compressJson` with query relevance
-/// by embedding cosine, as in `compressWithEmbedder`.
-#[wasm_bindgen(js_name = compressJsonWithEmbedder)]
-pub fn compress_json_with_embedder(
-    json: &str,
-    options: JsValue,
-    embedder: &retrieve::WasmEmbedder,
-) -> Result<JsValue, JsValue> {
-    compress_json_value(json, options, Some(embedder.embedder()))
 }
 
 fn compress_json_value(
