@@ -15,7 +15,7 @@
 //   node bench/query.mjs [--sizes 1000,10000] [--queries 200]    (after scripts/build-pkg and
 //                                                                  cargo build --release)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { syntheticCorpus } from './synthetic.mjs';
 import { Index, query, embed } from '../pkg/node.js';
 import { create, insertMultiple, search } from '@orama/orama';
@@ -89,4 +89,23 @@ console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(`| ${r.chunks} | ${r.nativeBuildS.toFixed(1)} | ${r.wasmBuildS.toFixed(1)} | ${r.oramaBuildS.toFixed(1)} | ${r.bytesPerChunk.toFixed(0)} | ${r.wasmDeserializeMs.toFixed(1)} | ${r.nativeP50.toFixed(2)} / ${r.nativeP95.toFixed(2)} | ${r.wasmP50.toFixed(2)} / ${r.wasmP95.toFixed(2)} | ${r.oramaP50.toFixed(2)} / ${r.oramaP95.toFixed(2)} | ${(r.wasmP50 / r.nativeP50).toFixed(2)}x |`);
 }
-writeFileSync(`${out}query-latency.json`, JSON.stringify({ node: process.version, queries: nq, rows }, null, 1));
+// Install size: bytes on disk of the built package (pkg/, without and with the MiniLM engine and
+// model files it ships) against Orama's installed package (bench/node_modules/@orama/orama;
+// Orama has no runtime dependencies).
+const du = (dir, skip = () => false) => {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = `${dir}/${e.name}`;
+    if (skip(e.name)) continue;
+    total += e.isDirectory() ? du(p, skip) : statSync(p).size;
+  }
+  return total;
+};
+const install = {
+  condense: du(here('../pkg')),
+  condenseWithoutMiniLm: du(here('../pkg'), (name) => name === 'models' || name.startsWith('condense_embed')),
+  orama: du(here('node_modules/@orama/orama')),
+};
+const mb = (b) => (b / 1e6).toFixed(2);
+console.log(`\ninstall size: condense ${mb(install.condense)} MB (${mb(install.condenseWithoutMiniLm)} MB without the MiniLM engine and model), Orama ${mb(install.orama)} MB; condense without MiniLM / Orama ${(install.condenseWithoutMiniLm / install.orama).toFixed(2)}x`);
+writeFileSync(`${out}query-latency.json`, JSON.stringify({ node: process.version, queries: nq, rows, install }, null, 1));

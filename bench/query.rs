@@ -3,21 +3,33 @@
 //!
 //! ```text
 //! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]
-//!     [--segment N --efc N --efs N --heuristic on|off] [--vectors-only 1]   (to tune the graphs)
+//!     [--segment N --efc N --efs N --heuristic on|off [--vectors-only 1]   (to tune the graphs)
+//!     [--vectors bench/out/minilm_real.f32 [--minilm-only 1]]   (real MiniLM vectors, see below)
 //! ```
 //!
 //! Two parts, each printed as a table:
 //!
-//! 1. **Vector side**: synthetic unit vectors shaped like sentence embeddings (random mixtures of
-//!    a few hundred cluster centres plus noise, deterministic), pushed into a [`VectorStore`] with
-//!    the default parameters: build rate (vectors/s, graphs included), recall@10 of the store's
-//!    search against an exact scan, and search p50/p95.
+//! 1. **Vector side**: unit vectors pushed into a [`VectorStore`] with the default parameters
+//!    (or those given): build rate (vectors/s, graphs included), resident memory added by the
+//!    store, recall@10 of the store's search against an exact scan, and search p50/p95 beside
+//!    the exact scan's (a store without graphs, timed in the same loop). The vectors are either
+//!    synthetic (random mixtures of a few hundred cluster centres plus noise, deterministic: a
+//!    hard case for HNSW) or, with `--vectors FILE`, **real MiniLM vectors**: FILE holds rows of
+//!    384 little-endian f32 written by `cargo run --release --example embed_corpus -- FILE`
+//!    (every sentence of the dev IR corpora, then every document). The last `--queries` rows are
+//!    held out as queries; the data are the other rows, then, past them, chunk-like vectors made
+//!    deterministically as the normalised mean of 4-8 random real rows (a chunk is 4-8
+//!    sentences), up to the size asked for.
 //! 2. **Whole query**: an [`Index`] over synthetic chunks (sentences of the dev IR corpora
 //!    recombined, deterministic) with the lexical embedder, and `query()` p50/p95 with default
 //!    options, query embedding included. With `--features embed` and the model files, MiniLM's
 //!    query embedding time is measured too (its vectors have the same shape, so the search part
 //!    costs the same: a MiniLM query costs the whole-query time minus the lexical embedding
-//!    plus this).
+//!    plus this). With `--features embed`, the model files and `--vectors`, a third table times
+//!    whole queries on an index whose embedder is MiniLM: each query is embedded by the model
+//!    inside the timed call, and the chunks' vectors are the normalised means of their sentences'
+//!    real vectors (the chunks are made of the corpora's sentences), so that 100k chunks need no
+//!    100k model runs.
 //!
 //! Numbers go to stdout and `bench/out/query.json`.
 
@@ -76,6 +88,45 @@ fn synthetic_vectors(n: usize, seed: u64) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// Rows of 384 little-endian f32 (see the module docs); empty if unreadable.
+fn read_vectors(path: &str) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    bytes
+        .chunks_exact(384 * 4)
+        .map(|row| {
+            row.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        })
+        .collect()
+}
+
+/// `n` vectors: the real rows first, then normalised means of 4-8 random real rows.
+fn chunk_like(real: &[Vec<f32>], n: usize) -> Vec<Vec<f32>> {
+    let mut rng = Rng(0x5eed);
+    let mut out: Vec<Vec<f32>> = real.iter().take(n).cloned().collect();
+    while out.len() < n {
+        let mut v = vec![0f32; 384];
+        for _ in 0..4 + rng.below(5) {
+            let r = &real[rng.below(real.len())];
+            v.iter_mut().zip(r).for_each(|(x, y)| *x += y);
+        }
+        normalize(&mut v);
+        out.push(v);
+    }
+    out
+}
+
+/// Resident memory of this process in KiB (Linux; 0 elsewhere).
+fn rss_kb() -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn percentile(ms: &mut [f64], p: f64) -> f64 {
     ms.sort_by(f64::total_cmp);
     let i = ((ms.len() as f64 - 1.0) * p).round() as usize;
@@ -107,6 +158,117 @@ fn sentences() -> Vec<String> {
     out
 }
 
+/// Whole `query()` with MiniLM: the query is embedded by the real model (timed inside the
+/// query), the chunks' vectors are the normalised means of their sentences' real vectors
+/// (`--vectors`, rows in `sentences()` order), so that 100k chunks need no 100k model runs.
+#[cfg(feature = "embed")]
+fn minilm_queries(
+    sizes: &[usize],
+    nq: usize,
+    pool: &[String],
+    real: &[Vec<f32>],
+    json: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    use condense::embed::{EmbedderIdentity, EmbedderKind, Vector, MINILM_SHA256};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let (Ok(m), Ok(t)) = (
+        std::fs::read(dir.join("model.onnx")),
+        std::fs::read(dir.join("tokenizer.json")),
+    ) else {
+        return;
+    };
+    let Ok(minilm) = Embedder::from_bytes(&m, &t) else {
+        return;
+    };
+    let known: Arc<HashMap<String, usize>> = Arc::new(
+        pool.iter()
+            .enumerate()
+            .take(real.len())
+            .map(|(i, s)| (s.clone(), i))
+            .collect(),
+    );
+    let rows: Arc<Vec<Vec<f32>>> = Arc::new(real.to_vec());
+    let identity = minilm.identity().clone();
+    assert_eq!(identity.kind, EmbedderKind::MiniLm);
+    assert_eq!(identity.model_sha256.as_deref(), Some(MINILM_SHA256));
+    let model_calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let calls = model_calls.clone();
+    let embedder = Embedder::external(
+        EmbedderIdentity { ..identity },
+        None,
+        Box::new(move |texts: &[&str]| {
+            texts
+                .iter()
+                .map(|text| {
+                    let mut v = [0f32; 384];
+                    let mut found = 0;
+                    for piece in text.split(". ") {
+                        let key = format!("{}.", piece.trim_end_matches('.'));
+                        if let Some(&i) = known.get(&key) {
+                            v.iter_mut().zip(&rows[i]).for_each(|(x, y)| *x += y);
+                            found += 1;
+                        }
+                    }
+                    if found == 0 {
+                        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return minilm.embed_one(text);
+                    }
+                    normalize(&mut v);
+                    Ok::<Vector, condense::Error>(v)
+                })
+                .collect()
+        }),
+    );
+    println!("\n## Whole query() with MiniLM (real query embedding inside the timing; chunk vectors = means of real sentence vectors)\n");
+    println!("| chunks | graphs | build s | query p50 ms | p95 ms |");
+    println!("|---|---|---|---|---|");
+    let mut rows_json = Vec::new();
+    for &n in sizes {
+        let mut rng = Rng(42);
+        let docs: Vec<Document> = (0..n)
+            .map(|i| {
+                let k = 4 + rng.below(5);
+                let text: Vec<&str> = (0..k)
+                    .map(|_| pool[rng.below(pool.len())].as_str())
+                    .collect();
+                Document::new(format!("d{i}"), text.join(" "))
+            })
+            .collect();
+        let mut index = match Index::new(&embedder, IndexOptions::default()) {
+            Ok(i) => i,
+            Err(err) => panic!("{err}"),
+        };
+        let t = Instant::now();
+        if let Err(err) = index.add(&docs, &embedder, &mut |_| {}) {
+            panic!("{err}");
+        }
+        let build = t.elapsed().as_secs_f64();
+        let before = model_calls.load(std::sync::atomic::Ordering::Relaxed);
+        let mut ms = Vec::new();
+        for i in 0..nq {
+            let q = &pool[(i * 7919) % pool.len()];
+            let q: String = q.split(' ').take(12).collect::<Vec<_>>().join(" ");
+            let q = q.trim_end_matches('.').to_string() + "?";
+            let t = Instant::now();
+            let out = index.query(&q, &QueryOptions::default(), &embedder);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            assert!(out.is_ok());
+        }
+        let calls = model_calls.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert_eq!(calls, nq, "every query ran the model once");
+        let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
+        println!(
+            "| {} | {} | {build:.1} | {p50:.3} | {p95:.3} |",
+            index.chunks(),
+            index.graphs()
+        );
+        rows_json.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "p50": p50, "p95": p95}));
+    }
+    json.insert("minilmQuery".into(), rows_json.into());
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -123,15 +285,29 @@ fn main() {
     let nq: usize = arg("--queries").and_then(|s| s.parse().ok()).unwrap_or(200);
     let mut json = serde_json::Map::new();
 
-    println!("## Vector side (synthetic 384-d unit vectors, default VectorParams)\n");
+    println!("## Vector side (384-d unit vectors)\n");
     println!(
-        "| vectors | graphs | build vectors/s | recall@10 vs exact | search p50 ms | p95 ms |"
+        "| vectors | graphs | build vectors/s | MB | recall@10 vs exact | search p50 ms | p95 ms | exact scan p50 ms | p95 ms | exact MB | p50 / exact p50 |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut vector_rows = Vec::new();
-    for &n in &sizes {
-        let vs = synthetic_vectors(n, 7);
-        let queries = synthetic_vectors(nq, 99);
+    let real = arg("--vectors").map(|path| read_vectors(&path));
+    if let Some(r) = &real {
+        println!(
+            "(real MiniLM vectors: {} rows, the last {nq} held out as queries)\n",
+            r.len()
+        );
+    }
+    // --minilm-only: skip the vector side and the lexical whole-query table.
+    let skip = arg("--minilm-only").is_some();
+    for &n in sizes.iter().filter(|_| !skip) {
+        let (vs, queries) = match &real {
+            Some(r) if r.len() > nq => {
+                let (data, held) = r.split_at(r.len() - nq);
+                (chunk_like(data, n), held.to_vec())
+            }
+            _ => (synthetic_vectors(n, 7), synthetic_vectors(nq, 99)),
+        };
         let refs: Vec<&[f32]> = vs.iter().map(|v| v.as_slice()).collect();
         let d = VectorParams::default();
         let params = VectorParams {
@@ -146,6 +322,11 @@ fn main() {
                 .unwrap_or(d.ef_search),
             heuristic: arg("--heuristic").map_or(d.heuristic, |v| v == "on"),
         };
+        let exact_params = VectorParams {
+            segment_size: u32::MAX,
+            ..params
+        };
+        let rss0 = rss_kb();
         let mut store = match VectorStore::new(384, params) {
             Ok(s) => s,
             Err(e) => panic!("{e}"),
@@ -155,30 +336,41 @@ fn main() {
             panic!("{e}");
         }
         let build = t.elapsed().as_secs_f64();
+        let store_mb = (rss_kb() - rss0) as f64 / 1024.0;
+        let rss1 = rss_kb();
+        let mut exact_store = match VectorStore::new(384, exact_params) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        if let Err(e) = exact_store.push(&refs, &mut |_, _| {}) {
+            panic!("{e}");
+        }
+        let exact_mb = (rss_kb() - rss1) as f64 / 1024.0;
         let mut hits = 0usize;
-        let mut ms = Vec::new();
+        let (mut ms, mut exact_ms) = (Vec::new(), Vec::new());
         for q in &queries {
             let t = Instant::now();
             let got = store.search(q, 10, &|vid| Some(vid));
             ms.push(t.elapsed().as_secs_f64() * 1e3);
-            let mut exact: Vec<(f32, u32)> = vs
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (dot(q, v), i as u32))
-                .collect();
-            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let truth: std::collections::BTreeSet<u32> =
-                exact.iter().take(10).map(|e| e.1).collect();
+            let t = Instant::now();
+            let exact = exact_store.search(q, 10, &|vid| Some(vid));
+            exact_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let truth: std::collections::BTreeSet<u32> = exact.iter().map(|e| e.0).collect();
             hits += got.iter().filter(|g| truth.contains(&g.0)).count();
         }
         let recall = hits as f64 / (10 * queries.len()) as f64;
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
-        println!(
-            "| {n} | {} | {:.0} | {recall:.4} | {p50:.3} | {p95:.3} |",
-            store.graphs(),
-            n as f64 / build
+        let (e50, e95) = (
+            percentile(&mut exact_ms, 0.5),
+            percentile(&mut exact_ms, 0.95),
         );
-        vector_rows.push(serde_json::json!({"vectors": n, "graphs": store.graphs(), "buildPerSec": n as f64 / build, "recall10": recall, "p50": p50, "p95": p95}));
+        println!(
+            "| {n} | {} | {:.0} | {store_mb:.0} | {recall:.4} | {p50:.3} | {p95:.3} | {e50:.3} | {e95:.3} | {exact_mb:.0} | {:.2} |",
+            store.graphs(),
+            n as f64 / build,
+            p50 / e50
+        );
+        vector_rows.push(serde_json::json!({"vectors": n, "real": real.is_some(), "params": format!("{params:?}"), "graphs": store.graphs(), "buildPerSec": n as f64 / build, "storeMB": store_mb, "recall10": recall, "p50": p50, "p95": p95, "exactP50": e50, "exactP95": e95, "exactMB": exact_mb}));
     }
     json.insert("vectors".into(), vector_rows.into());
 
@@ -191,7 +383,7 @@ fn main() {
     let pool = sentences();
     let e = Embedder::lexical();
     let mut query_rows = Vec::new();
-    for &n in &sizes {
+    for &n in sizes.iter().filter(|_| !skip) {
         let mut rng = Rng(42);
         // One chunk-sized document (4–8 sentences, ~800 characters) per chunk.
         let docs: Vec<Document> = (0..n)
@@ -266,6 +458,11 @@ fn main() {
                 );
             }
         }
+    }
+
+    #[cfg(feature = "embed")]
+    if let Some(path) = arg("--vectors") {
+        minilm_queries(&sizes, nq, &pool, &read_vectors(&path), &mut json);
     }
 
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/out");

@@ -495,7 +495,7 @@ impl MiniLm {
                 mask.extend(std::iter::repeat_n(0i64, seq - row.len()));
             }
             let keep: Vec<bool> = mask.iter().map(|&m| m == 1).collect();
-            let hidden = self.model.run(batch.len(), seq, ids, mask)?;
+            let hidden = self.model.run(batch.len(), seq, ids, mask, pad)?;
             for (row, &i) in batch.iter().enumerate() {
                 out[i] = pooling::mean_pool(
                     &hidden[row * seq * DIMS..(row + 1) * seq * DIMS],

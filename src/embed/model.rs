@@ -8,9 +8,23 @@
 //! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
 //!
+//! **Single short texts** (a query) run on a plan specialised to `batch = 1` and a padded length
+//! bucket ([`BUCKETS`]: 12, 16, 24 or 32 tokens), built on first use of its bucket from the
+//! decluttered graph kept at load. With every dimension known, tract fuses the bias and residual
+//! additions into its matmuls and picks broadcast-free element-wise kernels; on the symbolic plan
+//! those run as generic broadcasting ops. Measured (examples/tract_profile.rs, 16 tokens): the
+//! specialised plan runs in ~0.75× the time of the symbolic one. The padding is masked (the
+//! attention mask hides it and pooling skips it), so a text's vector is the same to rounding
+//! (the batch-independence test covers padding). Each bucket's plan holds its own packed weights
+//! (~43 MB, allocated only when the bucket is used); longer texts and batches use the symbolic
+//! plan.
+//!
 //! Running: `input_ids`, `attention_mask` and `token_type_ids` (all `i64`, `batch × sequence`), in
 //! whatever order the model declares them; the output `last_hidden_state` (`batch × sequence ×
 //! 384`) goes to mean pooling.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cast::Cast;
@@ -26,10 +40,19 @@ enum Input {
     TokenTypes,
 }
 
+/// Padded lengths (tokens, `[CLS]` and `[SEP]` included) of the specialised single-text plans.
+const BUCKETS: [usize; 4] = [12, 16, 24, 32];
+
 /// A loaded, optimised encoder.
 #[derive(Debug)]
 pub(crate) struct Model {
+    /// Any batch and sequence length.
     plan: Arc<TypedRunnableModel>,
+    /// The decluttered graph the specialised plans are made from.
+    typed: TypedModel,
+    /// Plans for one text padded to `BUCKETS[i]` tokens, built on first use; `None` if
+    /// specialising failed (the symbolic plan is used instead).
+    single: [OnceLock<Option<Arc<TypedRunnableModel>>>; BUCKETS.len()],
     inputs: Vec<Input>,
     /// Index of `last_hidden_state` among the outputs.
     output: usize,
@@ -144,6 +167,7 @@ impl Model {
             ));
         }
 
+        let decluttered = typed.clone();
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
@@ -152,15 +176,60 @@ impl Model {
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
         Ok(Model {
             plan,
+            typed: decluttered,
+            single: Default::default(),
             inputs,
             output,
             casts_folded,
         })
     }
 
-    /// Runs a batch: `ids` and `mask` are `batch × seq`, row-major. Returns `batch × seq × 384`.
+    /// The plan specialised to one text of `BUCKETS[bucket]` tokens (built on first use).
+    fn single_plan(&self, bucket: usize) -> Option<&Arc<TypedRunnableModel>> {
+        let len = *BUCKETS.get(bucket)?;
+        let cell = self.single.get(bucket)?;
+        cell.get_or_init(|| {
+            let mut subs = HashMap::new();
+            subs.insert(self.typed.sym("batch"), TDim::Val(1));
+            subs.insert(self.typed.sym("sequence"), TDim::Val(len as i64));
+            let mut model = self.typed.set_symbols(&subs).ok()?;
+            model.optimize().ok()?;
+            model.into_runnable().ok()
+        })
+        .as_ref()
+    }
+
+    /// Runs a batch: `ids` and `mask` are `batch × seq`, row-major (`pad` is the padding
+    /// token's id). Returns `batch × seq × 384`.
     pub(crate) fn run(
         &self,
+        batch: usize,
+        seq: usize,
+        mut ids: Vec<i64>,
+        mut mask: Vec<i64>,
+        pad: i64,
+    ) -> Result<Vec<f32>, Error> {
+        // One short text: pad it to its bucket (masked) and run the specialised plan.
+        let mut plan = &self.plan;
+        let mut padded = seq;
+        if batch == 1 && ids.len() == seq && mask.len() == seq {
+            if let Some(b) = BUCKETS.iter().position(|&len| seq <= len) {
+                if let Some(p) = self.single_plan(b) {
+                    plan = p;
+                    padded = BUCKETS[b];
+                    ids.resize(padded, pad);
+                    mask.resize(padded, 0);
+                }
+            }
+        }
+        let mut data = self.run_plan(plan, batch, padded, ids, mask)?;
+        data.truncate(batch * seq * DIMS);
+        Ok(data)
+    }
+
+    fn run_plan(
+        &self,
+        plan: &Arc<TypedRunnableModel>,
         batch: usize,
         seq: usize,
         ids: Vec<i64>,
@@ -181,10 +250,7 @@ impl Model {
             .filter_map(|i| slots[*i as usize].take())
             .map(TValue::from)
             .collect();
-        let mut outputs = self
-            .plan
-            .run(inputs)
-            .map_err(|e| internal("inference", e))?;
+        let mut outputs = plan.run(inputs).map_err(|e| internal("inference", e))?;
         if self.output >= outputs.len() {
             return Err(Error::new(ErrorKind::Internal, "", "model output missing"));
         }

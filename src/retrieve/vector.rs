@@ -5,8 +5,8 @@
 //! reused. Vector ids are grouped into segments of [`VectorParams::segment_size`]: when a segment
 //! is full its HNSW graph is built (inside [`VectorStore::push`], so the caller's progress covers
 //! it); the last, unfilled segment is scanned exactly. A search asks every graph and scans the
-//! tail, then merges by score (ties by the caller's slot order). Below one segment (131,072
-//! vectors by default: an exact scan of 100k costs ~9 ms natively) the store is exact.
+//! tail, then merges by score (ties by the caller's slot order). Below one segment (32,768
+//! vectors by default, see [`VectorParams::segment_size`]) the store is exact.
 //!
 //! Removal marks vector ids dead; a graph keeps its dead points (searches skip them and ask for
 //! more) until more than a quarter of its segment is dead, when the segment's graph is rebuilt
@@ -27,17 +27,20 @@ use crate::{Error, ErrorKind};
 /// Settings of the dense side (serialised with the index).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VectorParams {
-    /// Vectors per segment; a full segment gets an HNSW graph. Default 131,072. Measured with
-    /// `bench/query.rs` (synthetic sentence-like vectors): an exact scan costs 0.86 ms per 10k
-    /// vectors natively, while graphs of 32,768 needed `ef` 600 for recall@10 ≈ 0.99 at 8k and
-    /// still gave only 0.88 at 100k in three graphs, at ~15 ms per graph search: below ~100k
-    /// vectors the exact scan is both exact and faster, so graphs start beyond it.
+    /// Vectors per segment; a full segment gets an HNSW graph. Default 32,768. Measured with
+    /// `bench/query.rs --vectors` on real MiniLM vectors (dev IR sentences, and chunk-like means
+    /// of them beyond 14k), 200 held-out sentence queries, shared 2-core machine: at 10k an
+    /// exact scan is exact and a 10k graph saved little (ef 64: recall@10 0.983 at 0.75× the
+    /// scan's time), so stores stay exact below one segment; at 100k, three graphs of 32,768
+    /// plus an exact tail gave recall@10 0.9815 at 0.72× the time of the 100k exact scan
+    /// (efConstruction 64, ef 128; ef 64: 0.9605 at 0.39×). The former 131,072 left 100k
+    /// stores on the exact scan.
     pub segment_size: u32,
     /// HNSW `efConstruction` (candidate list while linking a point). Default 64.
     pub ef_construction: u32,
-    /// HNSW `ef` at search time (at least the number of results asked for). Default 600:
-    /// with `efConstruction` 64 and no heuristic, recall@10 against the exact scan was 0.998 on
-    /// synthetic sentence-like vectors, at ~2,000 vectors/s of build (ef 128: 0.89).
+    /// HNSW `ef` at search time (at least the number of results asked for). Default 128 (see
+    /// `segment_size`). Synthetic high-dimensional vectors (`bench/query.rs` without
+    /// `--vectors`, nearly random, a worst case) need far more (ef 600 for ≈ 0.99).
     pub ef_search: u32,
     /// The neighbour-selection heuristic of the HNSW paper (better graphs on clustered data,
     /// much slower builds: 120 vectors/s against 2,175 measured). Default off.
@@ -47,9 +50,9 @@ pub struct VectorParams {
 impl Default for VectorParams {
     fn default() -> Self {
         VectorParams {
-            segment_size: 131_072,
+            segment_size: 32_768,
             ef_construction: 64,
-            ef_search: 600,
+            ef_search: 128,
             heuristic: false,
         }
     }
