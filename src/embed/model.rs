@@ -8,7 +8,7 @@
 //! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
 //!
-//! **Single short texts** (a query) run on a plan specialised to `batch = 1` and a padded length
+//! **Single short texts** (a query), natively, run on a plan specialised to `batch = 1` and a padded length
 //! bucket ([`BUCKETS`]: 12, 16, 24 or 32 tokens), built on first use of its bucket from the
 //! decluttered graph kept at load. With every dimension known, tract fuses the bias and residual
 //! additions into its matmuls and picks broadcast-free element-wise kernels; on the symbolic plan
@@ -48,8 +48,10 @@ const BUCKETS: [usize; 4] = [12, 16, 24, 32];
 pub(crate) struct Model {
     /// Any batch and sequence length.
     plan: Arc<TypedRunnableModel>,
-    /// The decluttered graph the specialised plans are made from.
-    typed: TypedModel,
+    /// The decluttered graph the specialised plans are made from; natively only (in wasm the
+    /// graph and each bucket's packed weights would cost a browser tab ~80 MB + ~43 MB per
+    /// bucket for a ~20% faster query).
+    typed: Option<TypedModel>,
     /// Plans for one text padded to `BUCKETS[i]` tokens, built on first use; `None` if
     /// specialising failed (the symbolic plan is used instead).
     single: [OnceLock<Option<Arc<TypedRunnableModel>>>; BUCKETS.len()],
@@ -167,7 +169,11 @@ impl Model {
             ));
         }
 
-        let decluttered = typed.clone();
+        let decluttered = if cfg!(target_arch = "wasm32") {
+            None
+        } else {
+            Some(typed.clone())
+        };
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
@@ -189,10 +195,11 @@ impl Model {
         let len = *BUCKETS.get(bucket)?;
         let cell = self.single.get(bucket)?;
         cell.get_or_init(|| {
+            let typed = self.typed.as_ref()?;
             let mut subs = HashMap::new();
-            subs.insert(self.typed.sym("batch"), TDim::Val(1));
-            subs.insert(self.typed.sym("sequence"), TDim::Val(len as i64));
-            let mut model = self.typed.set_symbols(&subs).ok()?;
+            subs.insert(typed.sym("batch"), TDim::Val(1));
+            subs.insert(typed.sym("sequence"), TDim::Val(len as i64));
+            let mut model = typed.set_symbols(&subs).ok()?;
             model.optimize().ok()?;
             model.into_runnable().ok()
         })

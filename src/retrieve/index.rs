@@ -237,6 +237,14 @@ impl Index {
             .validate()
             .map_err(|e| e.with_path_prefix("options.chunk"))?;
         let bm25 = Bm25::new(options.bm25).map_err(|e| e.with_path_prefix("options.bm25"))?;
+        // The default vector settings are tuned on MiniLM vectors; the lexical embedder's get
+        // their own (see `VectorParams::LEXICAL`).
+        let mut options = options;
+        if embedder.identity().kind == EmbedderKind::Lexical
+            && options.vector == VectorParams::default()
+        {
+            options.vector = VectorParams::LEXICAL;
+        }
         let vectors = VectorStore::new(embedder.dims(), options.vector)?;
         let mut index = Index {
             identity: embedder.identity().clone(),
