@@ -159,6 +159,10 @@ fn is_pascal(w: &str) -> bool {
 }
 
 fn is_snake(w: &str) -> bool {
+    // A plain byte loop first: most words have no underscore (see `is_grep_ref`).
+    if !w.bytes().any(|b| b == b'_') {
+        return false;
+    }
     let t = w.trim_matches('_');
     t.contains('_')
         && t.split('_')
