@@ -77,20 +77,25 @@ pub fn definite_format(view: &MessageView<'_>) -> Option<Format> {
         return Some(Format::OpenAi);
     }
     for block in view.blocks() {
-        match block.type_name.as_ref() {
-            "image_url" | "input_audio" | "file" | "refusal" => return Some(Format::OpenAi),
-            _ => {}
-        }
+        // The kind first (read once with the block): only `Image` (`image` or `image_url`)
+        // and `Other` need the name.
         match block.kind() {
+            BlockKind::Text => continue,
             BlockKind::ToolUse
             | BlockKind::ToolResult
             | BlockKind::Thinking
             | BlockKind::RedactedThinking
             | BlockKind::Document
             | BlockKind::ServerToolUse
-            | BlockKind::ServerToolResult
-            | BlockKind::Image => return Some(Format::Anthropic),
+            | BlockKind::ServerToolResult => return Some(Format::Anthropic),
+            BlockKind::Image | BlockKind::Other => {}
+        }
+        match block.type_name.as_ref() {
+            "image_url" | "input_audio" | "file" | "refusal" => return Some(Format::OpenAi),
             _ => {}
+        }
+        if block.kind() == BlockKind::Image {
+            return Some(Format::Anthropic);
         }
     }
     None

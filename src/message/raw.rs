@@ -137,6 +137,24 @@ impl<'a> RawObject<'a> {
         })
     }
 
+    /// [`RawObject::parse_at`] of an object the one-pass scanner already read, `known` being
+    /// the exact text of one of its values (stepped over instead of scanned again).
+    pub(crate) fn parse_known(
+        text: &'a str,
+        known: Option<&str>,
+        path: impl FnOnce() -> String,
+    ) -> Result<RawObject<'a>, Error> {
+        match known.and_then(|k| super::scan::scan_members_known(text, k)) {
+            Some(members) => Ok(RawObject {
+                members: members
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Borrowed(k), Slot::Text(v)))
+                    .collect(),
+            }),
+            None => RawObject::parse_at(text, path),
+        }
+    }
+
     /// The member `key`.
     pub fn get(&self, key: &str) -> Option<&Slot<'a>> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)

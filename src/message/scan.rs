@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 
 use super::view::{BlockView, ContentView, FunctionView, MessageView, TextInfo, ToolCallView};
-use super::BlockKind;
+use super::{BlockKind, Role};
 
 /// The messages of a JSON array (each its exact text) and their views, or `None`.
 pub(crate) fn scan_messages(json: &str) -> Option<(Vec<&str>, Vec<MessageView<'_>>)> {
@@ -53,6 +53,35 @@ pub(crate) fn scan_members(json: &str) -> Option<Vec<(&str, &str)>> {
     s.object(|s, key| {
         let start = s.i;
         s.skip_value()?;
+        members.push((key, json.get(start..s.i)?));
+        Some(())
+    })?;
+    s.ws();
+    (s.i == s.bytes.len()).then_some(members)
+}
+
+/// [`scan_members`] of an object the one-pass scanner already read, `known` being the exact
+/// text of one of its values (a slice of `json`): that value is stepped over, not scanned
+/// again. `None` when `known` is not a slice of `json` or for anything `scan_members` refuses.
+pub(crate) fn scan_members_known<'a>(
+    json: &'a str,
+    known: &str,
+) -> Option<Vec<(&'a str, &'a str)>> {
+    let at = (known.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
+    let end = at.checked_add(known.len())?;
+    if end > json.len() || known.is_empty() {
+        return None;
+    }
+    let mut s = Scanner::new(json);
+    let mut members = Vec::new();
+    s.ws();
+    s.object(|s, key| {
+        let start = s.i;
+        if start == at {
+            s.i = end;
+        } else {
+            s.skip_value()?;
+        }
         members.push((key, json.get(start..s.i)?));
         Some(())
     })?;
@@ -155,6 +184,10 @@ impl<'a> Scanner<'a> {
         loop {
             if mask == 0 {
                 base += 16;
+                // A long plain stretch (a tool output): 64 bytes a step while none ends it.
+                while plain64(bytes, base) {
+                    base += 64;
+                }
                 if base >= bytes.len() {
                     return None;
                 }
@@ -364,21 +397,29 @@ impl<'a> Scanner<'a> {
         let mut content = None;
         let mut tool_calls = None;
         let mut tool_call_id = None;
+        let mut content_text = None;
         self.object(|s, key| {
             match key {
                 "role" => once(&mut role, s.plain()?)?,
-                "content" => once(&mut content, s.content()?)?,
+                "content" => {
+                    let start = s.i;
+                    once(&mut content, s.content()?)?;
+                    content_text = Some(s.text.get(start..s.i)?);
+                }
                 "tool_calls" => once(&mut tool_calls, s.tool_calls()?)?,
                 "tool_call_id" => once(&mut tool_call_id, s.opt_plain()?)?,
                 _ => s.skip_value()?,
             }
             Some(())
         })?;
+        let role = role?;
         Some(MessageView {
-            role: Cow::Borrowed(role?),
+            role: Cow::Borrowed(role),
+            known_role: Role::parse(role),
             content: content.unwrap_or_default(),
             tool_calls: tool_calls.flatten(),
             tool_call_id: tool_call_id.flatten(),
+            content_text,
         })
     }
 
@@ -404,6 +445,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn block(&mut self) -> Option<BlockView<'a>> {
+        let start = self.i;
         let mut type_name = None;
         let mut id = None;
         let mut name = None;
@@ -448,6 +490,7 @@ impl<'a> Scanner<'a> {
             text.flatten(),
             cache_control.unwrap_or(false),
             BlockKind::from_type(type_name),
+            self.text.get(start..self.i)?,
         ))
     }
 
@@ -507,6 +550,47 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     }
     *slot = Some(value);
     Some(())
+}
+
+/// Whether the 64 bytes from `i` are all plain string text (no `"`, `\` or control
+/// character); `false` when fewer than 64 bytes remain.
+#[inline]
+fn plain64(bytes: &[u8], i: usize) -> bool {
+    let Some(chunk) = bytes.get(i..i + 64) else {
+        return false;
+    };
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        use core::arch::wasm32::{
+            u64x2, u8x16_eq, u8x16_lt, u8x16_splat, v128, v128_any_true, v128_or,
+        };
+        let mut hits = u8x16_splat(0);
+        for part in chunk.chunks_exact(16) {
+            let mut lo = [0u8; 8];
+            let mut hi = [0u8; 8];
+            lo.copy_from_slice(&part[..8]);
+            hi.copy_from_slice(&part[8..]);
+            let v: v128 = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
+            hits = v128_or(
+                hits,
+                v128_or(
+                    v128_or(
+                        u8x16_eq(v, u8x16_splat(b'"')),
+                        u8x16_eq(v, u8x16_splat(b'\\')),
+                    ),
+                    u8x16_lt(v, u8x16_splat(0x20)),
+                ),
+            );
+        }
+        !v128_any_true(hits)
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        chunk
+            .chunks_exact(16)
+            .enumerate()
+            .all(|(k, _)| specials(chunk, 16 * k) == 0)
+    }
 }
 
 /// The bytes among the sixteen from `i` that end a plain run of string text: `"`, `\` or a
@@ -574,6 +658,29 @@ mod tests {
             assert!(!is_body);
             let raws: Vec<&str> = raws.iter().map(|r| r.get()).collect();
             assert_eq!(texts, raws, "{json}");
+            // What only the scanner records: the content's and each block's exact text (the
+            // slices serde's raw reading finds) and the parsed role.
+            let mut views = views;
+            for (view, text) in views.iter_mut().zip(&texts) {
+                let members = scan_members(text).unwrap();
+                let content = members.iter().find(|(k, _)| *k == "content").map(|m| m.1);
+                assert_eq!(view.content_text, content, "{json}");
+                if let Some(c) = content {
+                    let known = scan_members_known(text, c).unwrap();
+                    assert_eq!(known, members, "{json}");
+                }
+                assert_eq!(view.known_role, crate::message::Role::parse(&view.role));
+                view.content_text = None;
+                view.known_role = None;
+                if let ContentView::Blocks(blocks) = &mut view.content {
+                    let elements = scan_elements(content.unwrap()).unwrap();
+                    assert_eq!(elements.len(), blocks.len(), "{json}");
+                    for (block, element) in blocks.iter_mut().zip(elements) {
+                        assert_eq!(block.text_json, Some(element), "{json}");
+                        block.text_json = None;
+                    }
+                }
+            }
             assert_eq!(format!("{views:?}"), format!("{slow_views:?}"), "{json}");
         }
     }
@@ -613,6 +720,32 @@ mod tests {
             "[[]]",
         ] {
             check(json);
+        }
+    }
+
+    #[test]
+    fn long_strings_with_a_special_anywhere() {
+        // The 64-byte steps over plain text (`plain64`) and the 16-byte masks must find every
+        // escape and the closing quote wherever they fall.
+        for len in [0usize, 15, 16, 17, 63, 64, 65, 80, 127, 128, 129, 200] {
+            for at in (0..len).step_by(7).chain([len.saturating_sub(1)]) {
+                for special in ["\\\"", "\\n", "\\u00e9", "\\\\", "é"] {
+                    let mut text = "a".repeat(len);
+                    text.insert_str(at.min(len), special);
+                    let json = format!(r#"[{{"role":"user","content":"{text}"}}]"#);
+                    check(&json);
+                    // (A `\u` escape in content is left to serde.)
+                    assert_eq!(scan_messages(&json).is_some(), !special.contains("\\u"));
+                }
+                let raw = format!(
+                    "[{{\"role\":\"user\",\"content\":\"{}\u{1}\"}}]",
+                    "a".repeat(at)
+                );
+                assert!(
+                    scan_messages(&raw).is_none(),
+                    "a raw control character at {at}"
+                );
+            }
         }
     }
 

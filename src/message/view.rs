@@ -36,6 +36,13 @@ pub struct MessageView<'a> {
     /// OpenAI `tool_call_id` of a `role: "tool"` message.
     #[serde(default, borrow)]
     pub tool_call_id: Option<Cow<'a, str>>,
+    /// The exact text of the `content` value, when the one-pass scanner read the message
+    /// (`None` from serde): lets a rewrite skip it instead of scanning it again.
+    #[serde(skip)]
+    pub(crate) content_text: Option<&'a str>,
+    /// `Role::parse(role)`, when the one-pass scanner read the message and knew the role.
+    #[serde(skip)]
+    pub(crate) known_role: Option<Role>,
 }
 
 /// The shape of a message's `content`.
@@ -79,6 +86,9 @@ pub struct BlockView<'a> {
     /// [`BlockKind::from_type`] of `type_name`, set once when the block is read.
     #[serde(skip, default = "unknown_kind")]
     kind: BlockKind,
+    /// The block's exact JSON text, when the one-pass scanner read it (`None` from serde).
+    #[serde(skip)]
+    pub(crate) text_json: Option<&'a str>,
 }
 
 fn unknown_kind() -> BlockKind {
@@ -113,6 +123,7 @@ pub struct FunctionView<'a> {
 
 impl<'a> BlockView<'a> {
     /// A view read by the one-pass scanner (`super::scan`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn scanned(
         type_name: Cow<'a, str>,
         id: Option<Cow<'a, str>>,
@@ -121,6 +132,7 @@ impl<'a> BlockView<'a> {
         text: Option<TextInfo>,
         cache_control: bool,
         kind: BlockKind,
+        text_json: &'a str,
     ) -> BlockView<'a> {
         BlockView {
             type_name,
@@ -130,6 +142,7 @@ impl<'a> BlockView<'a> {
             text,
             cache_control: cache_control.then_some(IgnoredAny),
             kind,
+            text_json: Some(text_json),
         }
     }
 
@@ -222,7 +235,7 @@ impl<'a> MessageView<'a> {
 
     /// The role, or an error naming `path.role` for an unknown role.
     pub fn role(&self) -> Option<Role> {
-        Role::parse(&self.role)
+        self.known_role.or_else(|| Role::parse(&self.role))
     }
 
     /// The content blocks (empty for string, null or missing content).

@@ -29,8 +29,8 @@ impl<'a> Pruner<'a, '_> {
                     let id = block.id.as_deref().unwrap_or("");
                     by_id.insert(id, pairs.len());
                     pairs.push(Pair {
-                        name: block.name.as_deref().unwrap_or("").to_string(),
-                        id: id.to_string(),
+                        name: block.name.as_deref().unwrap_or(""),
+                        id,
                         call: (i, b),
                         results: Vec::new(),
                         server: kind == BlockKind::ServerToolUse,
@@ -184,9 +184,7 @@ impl<'a> Pruner<'a, '_> {
                     }
                     Act::Placeholder => {
                         let pair = placeholder_of.get(&(i, b)).map(|&n| &pairs[n]);
-                        let (name, id) = pair
-                            .map(|p| (p.name.as_str(), p.id.as_str()))
-                            .unwrap_or(("tool", ""));
+                        let (name, id) = pair.map(|p| (p.name, p.id)).unwrap_or(("tool", ""));
                         let path = format!("messages[{i}].content[{b}]");
                         let obj = as_object(&mut slot, &path)?;
                         if kind == BlockKind::ToolResult {

@@ -18,8 +18,8 @@ impl Pruner<'_, '_> {
                 let id = call.id.as_deref().unwrap_or("");
                 by_id.insert(id, pairs.len());
                 pairs.push(Pair {
-                    name: call.name().to_string(),
-                    id: id.to_string(),
+                    name: call.name(),
+                    id,
                     call: (i, c),
                     results: Vec::new(),
                     server: false,
@@ -73,7 +73,7 @@ impl Pruner<'_, '_> {
                     }
                     (Act::Placeholder, Some(pair)) => {
                         let mut edit = self.open(i)?;
-                        match self.placeholder(edit.obj.get("content"), &pair.name, &pair.id) {
+                        match self.placeholder(edit.obj.get("content"), pair.name, pair.id) {
                             Some(marker) => {
                                 edit.obj.set("content", marker);
                                 out.push(edit.finish());

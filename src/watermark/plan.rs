@@ -61,9 +61,9 @@ pub(super) enum Act {
 pub(super) type CacheMove = ((usize, usize), (usize, Option<usize>));
 
 /// A tool call before the watermark with where its results are.
-pub(super) struct Pair {
-    pub(super) name: String,
-    pub(super) id: String,
+pub(super) struct Pair<'a> {
+    pub(super) name: &'a str,
+    pub(super) id: &'a str,
     pub(super) call: (usize, usize),
     pub(super) results: Vec<(usize, usize)>,
     pub(super) server: bool,
@@ -241,10 +241,23 @@ pub(super) struct Edit<'a> {
 impl<'a> Edit<'a> {
     /// The content as blocks: a string becomes one text block (its raw text reused), null or
     /// missing content none.
-    pub(super) fn blocks(&mut self, view: &MessageView<'_>) -> &mut Vec<(Slot<'a>, BlockKind)> {
+    pub(super) fn blocks<'v: 'a>(
+        &mut self,
+        view: &MessageView<'v>,
+    ) -> &mut Vec<(Slot<'a>, BlockKind)> {
         if self.blocks.is_none() {
             let content = self.obj.get("content").and_then(Slot::json_text);
             let blocks = match (&view.content, content) {
+                // Read by the one-pass scanner: the blocks' texts are known.
+                (ContentView::Blocks(views), Some(raw))
+                    if view.content_text.is_some_and(|t| same_slice(t, raw))
+                        && views.iter().all(|b| b.text_json.is_some()) =>
+                {
+                    views
+                        .iter()
+                        .filter_map(|b| Some((Slot::Text(b.text_json?), b.kind())))
+                        .collect()
+                }
                 (ContentView::Blocks(views), Some(raw)) => Slot::elements_of(raw)
                     .unwrap_or_default()
                     .into_iter()
@@ -276,6 +289,11 @@ impl<'a> Edit<'a> {
     }
 }
 
+/// Whether `a` and `b` are the very same slice (not only equal text).
+fn same_slice(a: &str, b: &str) -> bool {
+    std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()
+}
+
 /// `{"type":"text","text":<raw string>}`.
 pub(super) fn text_block(raw: &str) -> Slot<'_> {
     let mut obj = RawObject::default();
@@ -305,19 +323,20 @@ pub(super) fn as_object<'s, 'a>(
 impl<'a> Pruner<'a, '_> {
     /// Opens message `i` for rewriting.
     pub(super) fn open(&self, i: usize) -> Result<Edit<'a>, Error> {
+        let known = self.views.get(i).and_then(|v| v.content_text);
         Ok(Edit {
-            obj: RawObject::parse_at(self.raws[i], || join_index("messages", i))?,
+            obj: RawObject::parse_known(self.raws[i], known, || join_index("messages", i))?,
             blocks: None,
             merged: false,
         })
     }
 
     /// Marks pairs to keep whole: excluded names, pinned ones, then the last N of the rest.
-    pub(super) fn decide(&mut self, pairs: &mut [Pair]) {
+    pub(super) fn decide(&mut self, pairs: &mut [Pair<'_>]) {
         let keep_last = self.options.keep_last_tool_results;
         let mut prunable = 0usize;
         for pair in pairs.iter_mut().rev() {
-            if !pair.keep && self.matchers.is_excluded(&pair.name) {
+            if !pair.keep && self.matchers.is_excluded(pair.name) {
                 pair.keep = true;
             }
             if !pair.keep && prunable < keep_last {
@@ -397,13 +416,13 @@ impl<'a> Pruner<'a, '_> {
         Some(Slot::Owned(replacement))
     }
 
-    pub(super) fn count_kept(&mut self, pairs: &[Pair]) {
+    pub(super) fn count_kept(&mut self, pairs: &[Pair<'_>]) {
         self.stats.pairs_kept = pairs.iter().filter(|p| p.act == Act::Keep).count();
     }
 }
 
 /// Applies pair decisions to the per-block acts.
-pub(super) fn apply_pairs(pairs: &[Pair], acts: &mut [Vec<Act>]) {
+pub(super) fn apply_pairs(pairs: &[Pair<'_>], acts: &mut [Vec<Act>]) {
     for pair in pairs {
         for &(i, b) in std::iter::once(&pair.call).chain(pair.results.iter()) {
             if let Some(slot) = acts.get_mut(i).and_then(|a| a.get_mut(b)) {
