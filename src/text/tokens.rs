@@ -16,11 +16,12 @@
 //!
 //! Measured against o200k (gpt-tokenizer 4.0.0) on the dev conversations with
 //! `bench/token_error.mjs` (sharegpt and tool sessions in both shapes, 230 conversations):
-//! whole conversations 1.02× to 1.52× the o200k count (median 1.28×); after `compress`
-//! 0.95× to 1.52×, under 1.0 on 2 of 230 (compressed tool sessions dense with ids); after
-//! `targetRatio: 0.25` one of the 230 results the estimate says fits is over the budget in
-//! o200k tokens. Single message texts: 0.67× to 2.14× (median 1.28×; 30 of 2834 under 1.0,
-//! short texts of rare words). Callers who need a hard limit in a tokenizer pass their own
+//! whole conversations 1.06× to 1.56× the o200k count (median 1.29×); after `compress`
+//! 1.08× to 1.59×; after `targetRatio: 0.25` 1.02× to 1.55×, and every result the estimate
+//! says fits is within its budget in o200k tokens (`compress` also keeps 1/64 of a budget in
+//! reserve with the estimator). Single message texts: 0.67× to 2.14× (median 1.29×; 26 of
+//! 2834 under 1.0, short texts of rare words). Callers who need a hard limit in a tokenizer
+//! pass their own
 //! counter (`compress::TokenCounter`, JS `countTokens`).
 
 /// Estimates the number of tokens of `text` (see the module docs).
