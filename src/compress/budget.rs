@@ -462,6 +462,7 @@ pub(super) fn target(stated: usize, tok: &Tokens<'_>) -> usize {
         stated
     }
 }
+
 /// Bisection steps of the fill ratio (log space: about 4% resolution).
 const SEARCH_STEPS: usize = 8;
 
