@@ -226,16 +226,7 @@ fn minilm_queries(
     println!("|---|---|---|---|---|");
     let mut rows_json = Vec::new();
     for &n in sizes {
-        let mut rng = Rng(42);
-        let docs: Vec<Document> = (0..n)
-            .map(|i| {
-                let k = 4 + rng.below(5);
-                let text: Vec<&str> = (0..k)
-                    .map(|_| pool[rng.below(pool.len())].as_str())
-                    .collect();
-                Document::new(format!("d{i}"), text.join(" "))
-            })
-            .collect();
+        let docs = chunk_docs(pool, n);
         let mut index = match Index::new(&embedder, IndexOptions::default()) {
             Ok(i) => i,
             Err(err) => panic!("{err}"),
@@ -384,17 +375,7 @@ fn main() {
     let e = Embedder::lexical();
     let mut query_rows = Vec::new();
     for &n in sizes.iter().filter(|_| !skip) {
-        let mut rng = Rng(42);
-        // One chunk-sized document (4–8 sentences, ~800 characters) per chunk.
-        let docs: Vec<Document> = (0..n)
-            .map(|i| {
-                let k = 4 + rng.below(5);
-                let text: Vec<&str> = (0..k)
-                    .map(|_| pool[rng.below(pool.len())].as_str())
-                    .collect();
-                Document::new(format!("d{i}"), text.join(" "))
-            })
-            .collect();
+        let docs = chunk_docs(&pool, n);
         let mut index = match Index::new(&e, IndexOptions::default()) {
             Ok(i) => i,
             Err(err) => panic!("{err}"),
@@ -471,4 +452,19 @@ fn main() {
         out.join("query.json"),
         serde_json::Value::Object(json).to_string(),
     );
+}
+
+/// `n` chunk-sized documents (4–8 sentences of `pool`, ~800 characters each), the same for a
+/// given `n` in every run.
+fn chunk_docs(pool: &[String], n: usize) -> Vec<Document> {
+    let mut rng = Rng(42);
+    (0..n)
+        .map(|i| {
+            let k = 4 + rng.below(5);
+            let text: Vec<&str> = (0..k)
+                .map(|_| pool[rng.below(pool.len())].as_str())
+                .collect();
+            Document::new(format!("d{i}"), text.join(" "))
+        })
+        .collect()
 }

@@ -1511,7 +1511,7 @@ fn fill_fate(
                 return summarized(all);
             }
             // The values under fields the query names first, then the key tokens.
-            let mut candidates: Vec<String> = values::named_by_query(t, terms)
+            let mut candidates: Vec<String> = values::named_by_query(&v, terms)
                 .into_iter()
                 .filter(|k| !known.set.contains(k))
                 .collect();

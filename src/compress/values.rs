@@ -24,55 +24,72 @@ pub const MAX_VALUE_CHARS: usize = 100;
 
 /// The values of one tool output, most reusable first (see the module docs).
 pub fn tool_values(text: &str) -> Vec<String> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ (Value::Object(_) | Value::Array(_))) => {
-            let mut leaves: Vec<(u8, String)> = Vec::new();
-            leaves_of(&v, "", &mut leaves);
-            let mut out = Vec::with_capacity(leaves.len());
-            for rank in 0..3u8 {
-                let of_rank: Vec<String> = leaves
-                    .iter()
-                    .filter(|(r, _)| *r == rank)
-                    .map(|(_, s)| s.clone())
-                    .collect();
-                out.extend(both_ends(of_rank));
-            }
-            dedup(out)
-        }
-        _ => dedup(both_ends(
-            keys::extract(text).into_iter().map(|(k, _)| k).collect(),
-        )),
+    match json_of(text) {
+        Some(v) => ranked(&leaves(&v)),
+        None => key_values(text),
     }
 }
 
 /// [`tool_values`] with the values the query is about first ([`named_by_query`]). Without
 /// query terms, or for output that is not JSON, the same as [`tool_values`].
 pub fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
-    let mut named = named_by_query(text, query);
-    if named.is_empty() {
-        return tool_values(text);
-    }
-    named.extend(tool_values(text));
-    dedup(named)
+    let Some(v) = json_of(text) else {
+        return key_values(text);
+    };
+    let leaves = leaves(&v);
+    let mut out = named(&leaves, query);
+    out.extend(ranked(&leaves));
+    dedup(out)
 }
 
-/// The values of a JSON tool output's leaves under fields the query names
+/// The values of a JSON tool output's leaves (`v`) under fields the query names
 /// ([`Query::names_field`]: `order_id` and `order_type` for "cancel my order"), ranked as in
 /// [`tool_values`] (identifier-like first) and in reading order within a rank, leaving out the
-/// ones the query itself holds (the next turn has those). Empty without query terms or for
-/// output that is not JSON.
-pub fn named_by_query(text: &str, query: &Query) -> Vec<String> {
+/// ones the query itself holds (the next turn has those). Empty without query terms.
+pub fn named_by_query(v: &Value, query: &Query) -> Vec<String> {
     if query.stems.is_empty() {
         return Vec::new();
     }
-    let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(text) else {
+    named(&leaves(v), query)
+}
+
+/// A tool output that is a JSON object or array, parsed.
+fn json_of(text: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
+        _ => None,
+    }
+}
+
+/// Output that is not JSON: its key tokens, both ends first.
+fn key_values(text: &str) -> Vec<String> {
+    dedup(both_ends(
+        keys::extract(text).into_iter().map(|(k, _)| k).collect(),
+    ))
+}
+
+/// The JSON leaves ranked as in [`tool_values`]: by rank, each rank both ends first.
+fn ranked(leaves: &[(u8, String, String)]) -> Vec<String> {
+    let mut out = Vec::with_capacity(leaves.len());
+    for rank in 0..3u8 {
+        let of_rank: Vec<String> = leaves
+            .iter()
+            .filter(|(r, _, _)| *r == rank)
+            .map(|(_, s, _)| s.clone())
+            .collect();
+        out.extend(both_ends(of_rank));
+    }
+    dedup(out)
+}
+
+/// The leaves under fields the query names (see [`named_by_query`]).
+fn named(leaves: &[(u8, String, String)], query: &Query) -> Vec<String> {
+    if query.stems.is_empty() {
         return Vec::new();
-    };
-    let mut leaves: Vec<(u8, String, String)> = Vec::new();
-    leaves_with_fields(&v, "", &mut leaves);
+    }
     let mut named_fields: std::collections::HashMap<&str, bool> = Default::default();
     let mut named: Vec<(u8, &String)> = Vec::new();
-    for (rank, value, field) in &leaves {
+    for (rank, value, field) in leaves {
         let is_named = *named_fields
             .entry(field.as_str())
             .or_insert_with(|| query.names_field(field));
@@ -114,14 +131,11 @@ fn dedup(items: Vec<String>) -> Vec<String> {
 }
 
 /// Scalar leaves with their rank (0: identifier-like, 1: short, 2: other), in document order.
-fn leaves_of(v: &Value, field: &str, out: &mut Vec<(u8, String)>) {
-    let mut with_fields = Vec::new();
-    leaves_with_fields(v, field, &mut with_fields);
-    out.extend(
-        with_fields
-            .into_iter()
-            .map(|(rank, value, _)| (rank, value)),
-    );
+/// The scalar leaves of `v`: (rank, value, field).
+fn leaves(v: &Value) -> Vec<(u8, String, String)> {
+    let mut out = Vec::new();
+    leaves_with_fields(v, "", &mut out);
+    out
 }
 
 /// The scalar leaves of `v` with their rank (see the module docs) and the name of the field
@@ -171,14 +185,18 @@ mod tests {
         assert!(q.names_field("order_id") && q.names_field("orderType"));
         assert!(!q.names_field("symbol") && !q.names_field("zipcode"));
         // Identifier-like first (`order_id`), then short values; AAPL is in the query already.
-        assert_eq!(named_by_query(out, &q), vec!["12446", "Buy"]);
+        let v: Value = serde_json::from_str(out).unwrap();
+        assert_eq!(named_by_query(&v, &q), vec!["12446", "Buy"]);
         let all = tool_values_for(out, &q);
         assert_eq!(&all[..2], &["12446".to_string(), "Buy".to_string()]);
         assert!(all.contains(&"AAPL".to_string()) && all.contains(&"94016".to_string()));
         // Without a query, or for text that is not JSON: the plain ranking.
         let none = query_terms(None);
         assert_eq!(tool_values_for(out, &none), tool_values(out));
-        assert!(named_by_query("order 12446 placed", &q).is_empty());
+        assert_eq!(
+            tool_values_for("order 12446 placed", &q),
+            tool_values("order 12446 placed")
+        );
     }
 
     #[test]

@@ -47,17 +47,7 @@ pub(crate) fn scan_messages(json: &str) -> Option<(Vec<&str>, Vec<MessageView<'_
 /// The members of a JSON object (keys without escapes; values as their exact texts), or `None`
 /// (then serde reads it).
 pub(crate) fn scan_members(json: &str) -> Option<Vec<(&str, &str)>> {
-    let mut s = Scanner::new(json);
-    let mut members = Vec::new();
-    s.ws();
-    s.object(|s, key| {
-        let start = s.i;
-        s.skip_value()?;
-        members.push((key, json.get(start..s.i)?));
-        Some(())
-    })?;
-    s.ws();
-    (s.i == s.bytes.len()).then_some(members)
+    members(json, None)
 }
 
 /// [`scan_members`] of an object the one-pass scanner already read, `known` being the exact
@@ -72,15 +62,19 @@ pub(crate) fn scan_members_known<'a>(
     if end > json.len() || known.is_empty() {
         return None;
     }
+    members(json, Some((at, end)))
+}
+
+/// The object's members; a value starting at `known.0` is taken to end at `known.1` unscanned.
+fn members(json: &str, known: Option<(usize, usize)>) -> Option<Vec<(&str, &str)>> {
     let mut s = Scanner::new(json);
     let mut members = Vec::new();
     s.ws();
     s.object(|s, key| {
         let start = s.i;
-        if start == at {
-            s.i = end;
-        } else {
-            s.skip_value()?;
+        match known {
+            Some((at, end)) if at == start => s.i = end,
+            _ => s.skip_value()?,
         }
         members.push((key, json.get(start..s.i)?));
         Some(())

@@ -218,48 +218,24 @@ pub fn extract_with(
     classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
 ) -> Vec<(String, KeyKind)> {
     let mut out: Vec<(String, KeyKind)> = Vec::new();
-    // foldhash: this set is probed for every token of every sentence scored (SipHash, std's
-    // default, was a fifth of compress's time in wasm).
-    let mut seen: super::hash::FastSet<String> = Default::default();
-    // Code spans.
-    let mut rest = text;
-    while let Some(open) = rest.find('`') {
-        let after = &rest[open + 1..];
-        match after.find(['`', '\n']) {
-            Some(close) if after.as_bytes()[close] == b'`' => {
-                let span = after[..close].trim();
-                let n = after[..close].chars().count();
-                if (2..=80).contains(&n)
-                    && span.chars().count() >= 2
-                    && span.bytes().any(|b| b.is_ascii_alphanumeric())
-                    && seen.insert(span.to_string())
-                {
-                    out.push((span.to_string(), KeyKind::Code));
-                }
-                rest = &after[close + 1..];
-            }
-            Some(close) => rest = &after[close..],
-            None => break,
-        }
-    }
-    for raw in text.split(is_separator) {
-        let t = raw.trim_start_matches(['(', '[']);
-        let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
-        if t.is_empty() || plain_word(t) || seen.contains(t) {
-            continue;
-        }
-        if let Some(kind) = classify(t) {
-            seen.insert(t.to_string());
-            out.push((t.to_string(), kind));
-        }
-    }
+    walk_keys(text, classify, |k, kind| out.push((k.to_string(), kind)));
     out
 }
 
 /// The key tokens of `text` as [`extract`] finds them (same keys, same order), passed to `f` as
 /// slices of `text`: nothing is allocated for a text with few keys (the sentence scorer runs
 /// this for every sentence).
-pub fn for_each_key(text: &str, mut f: impl FnMut(&str, KeyKind)) {
+pub fn for_each_key(text: &str, f: impl FnMut(&str, KeyKind)) {
+    walk_keys(text, &mut classify, f);
+}
+
+/// The one walk behind [`extract_with`] and [`for_each_key`]: code spans first, then the
+/// separator-delimited tokens `classify` calls keys, each key once, in order.
+fn walk_keys(
+    text: &str,
+    classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
+    mut f: impl FnMut(&str, KeyKind),
+) {
     let mut seen = Seen::default();
     let mut rest = text;
     while let Some(open) = rest.find('`') {
@@ -295,7 +271,8 @@ pub fn for_each_key(text: &str, mut f: impl FnMut(&str, KeyKind)) {
     }
 }
 
-/// The keys [`for_each_key`] has passed on: a short list, a set once there are many.
+/// The keys [`walk_keys`] has passed on (foldhash past the short list: probed for every token
+/// of every sentence scored): a short list, a set once there are many.
 #[derive(Default)]
 struct Seen<'a> {
     small: Vec<&'a str>,
