@@ -1,0 +1,107 @@
+// The glue patch of scripts/patch-glue.mjs: the patched passStringToWasm0 writes the same bytes
+// as wasm-bindgen's own on every kind of string, and the built package carries it.
+// `node --test tests/npm/` after scripts/build-pkg.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ORIGINAL, PATCHED } from '../../scripts/patch-glue.mjs';
+
+const root = new URL('../../', import.meta.url);
+
+/** The function in `source`, over a growable fake wasm memory with a bump allocator. */
+function instantiate(source) {
+  const make = new Function('env', `
+    let WASM_VECTOR_LEN = 0;
+    const cachedTextEncoder = new TextEncoder();
+    const getUint8ArrayMemory0 = () => env.memory;
+    ${source}
+    return (arg) => {
+      const ptr = passStringToWasm0(arg, env.malloc, env.realloc);
+      return env.memory.slice(ptr, ptr + WASM_VECTOR_LEN);
+    };`);
+  const env = { memory: new Uint8Array(64), top: 8 };
+  const ensure = (end) => {
+    if (end <= env.memory.length) return;
+    const grown = new Uint8Array(Math.max(end, env.memory.length * 2));
+    grown.set(env.memory);
+    env.memory = grown; // like memory.grow: old views are detached in spirit
+  };
+  env.malloc = (size) => {
+    const ptr = env.top;
+    env.top += size;
+    ensure(env.top);
+    return ptr;
+  };
+  env.realloc = (ptr, old, size) => {
+    const fresh = env.malloc(size);
+    env.memory.copyWithin(fresh, ptr, ptr + Math.min(old, size));
+    return fresh;
+  };
+  return make(env);
+}
+
+/** A deterministic pseudo-random generator (xorshift32). */
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
+}
+
+/** Strings that stress the encoder: ASCII runs, 2-, 3- and 4-byte characters, lone surrogates. */
+function strings() {
+  const out = ['', 'a', 'é', '😀', '\ud800', '\udc00x', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(257)];
+  const pieces = ['a', 'Z', ' ', '"', '\n', 'é', 'ß', '€', '中', '😀', '\ud83d', '\ude00', '\u0000', '\u007f', '\u0080', '\uffff'];
+  const next = rng(42);
+  for (const len of [10, 200, 255, 256, 257, 300, 1000, 5000, 70000]) {
+    for (let k = 0; k < 6; k++) {
+      let s = '';
+      // Mostly ASCII with non-ASCII at a random place (or none), as in real text.
+      const asciiOnly = k === 0;
+      while (s.length < len) {
+        const p = next();
+        s += asciiOnly || p < 0.9 ? String.fromCharCode(32 + Math.floor(next() * 95)) : pieces[Math.floor(next() * pieces.length)];
+      }
+      out.push(s);
+      // A non-ASCII character exactly at the end, and right at the start.
+      out.push(s.slice(0, len - 1) + '😀', '中' + s);
+    }
+  }
+  return out;
+}
+
+test('the patched passStringToWasm0 writes the bytes wasm-bindgen\'s does', () => {
+  const original = instantiate(ORIGINAL);
+  const patched = instantiate(PATCHED);
+  const encoder = new TextEncoder();
+  for (const s of strings()) {
+    const want = original(s);
+    assert.deepEqual(patched(s), want, `length ${s.length}`);
+    assert.deepEqual(want, encoder.encode(s));
+  }
+});
+
+test('the built package carries the patched glue', () => {
+  for (const glue of ['pkg/condense.js', 'pkg/condense_embed.js']) {
+    const text = readFileSync(new URL(glue, root), 'utf8');
+    assert.ok(text.includes(PATCHED), `${glue} is not patched (scripts/build-pkg runs scripts/patch-glue.mjs)`);
+    assert.ok(!text.includes(ORIGINAL), glue);
+  }
+});
+
+test('long non-ASCII strings survive a round trip through the package', async () => {
+  const { compressJson, uncompress } = await import(new URL('pkg/node.js', root).href);
+  const messages = [];
+  for (let i = 0; i < 12; i++) {
+    messages.push({ role: i % 2 ? 'assistant' : 'user', content: `Über ${i} — 中文 😀 `.repeat(60) + 'x'.repeat(i * 31) });
+  }
+  const json = JSON.stringify(messages);
+  const out = compressJson(json, {});
+  const back = uncompress(JSON.parse(out.json), JSON.parse(out.verbatim));
+  assert.equal(JSON.stringify(back), json);
+});
