@@ -352,6 +352,16 @@ impl Memo {
         extracted
     }
 
+    /// [`keys::classify`] of one token, memoised (the table [`keys`](Self::keys) fills).
+    pub(crate) fn classify(&self, token: &str) -> Option<KeyKind> {
+        if let Some(k) = self.inner.borrow().tokens.get(token) {
+            return *k;
+        }
+        let k = keys::classify(token);
+        self.inner.borrow_mut().tokens.insert(token.to_string(), k);
+        k
+    }
+
     /// A sentence's score: from the call's memo, else the cache, else `compute` (then stored
     /// in both). Not counted in hits and misses.
     pub(crate) fn score(&self, sentence: &str, compute: impl FnOnce() -> f64) -> f64 {

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::text::fences::{self, Segment};
 use crate::text::keys::{self, KeyKind};
-use crate::text::score::score_sentence;
+use crate::text::score::score_sentence_with;
 use crate::text::sentences;
 
 /// How hard to summarise: the share of the original a summary aims at.
@@ -232,7 +232,9 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
         .enumerate()
         .map(|(i, s)| {
             let t = &text[s.span.clone()];
-            let mut score = terms.memo.score(t, || score_sentence(t)) + relevance(t, terms);
+            let mut score = terms.memo.score(t, || {
+                score_sentence_with(t, &mut |k| terms.memo.classify(k))
+            }) + relevance(t, terms);
             // Position (seed 004): a paragraph's first sentence, the first and last paragraphs.
             if s.index == 0 {
                 score += 1.0;

@@ -187,12 +187,62 @@ const ASCII_SEPARATOR: [bool; 128] = {
     t
 };
 
-#[inline]
-fn is_separator(c: char) -> bool {
-    match ASCII_SEPARATOR.get(c as usize) {
-        Some(&sep) => sep,
-        None => c.is_whitespace(),
+/// White space among ASCII characters, as `char::is_whitespace` has it.
+pub(crate) const ASCII_WHITESPACE: [bool; 128] = {
+    let mut t = [false; 128];
+    let ws = b" \t\n\x0b\x0c\r";
+    let mut i = 0;
+    while i < ws.len() {
+        t[ws[i] as usize] = true;
+        i += 1;
     }
+    t
+};
+
+/// The pieces of `text` between separators: `table` decides for ASCII characters, and beyond
+/// ASCII every white-space character separates. The same pieces as
+/// `text.split(|c| if c.is_ascii() { table[c] } else { c.is_whitespace() })`, empty ones
+/// included, found a byte at a time: only the lead bytes of non-ASCII white space (`C2`, `E1`,
+/// `E2`, `E3`: U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000) are decoded. Word splitting of
+/// the sentence scorer and of [`walk_keys`] runs over every sentence a summary looks at.
+pub(crate) fn pieces<'a>(
+    text: &'a str,
+    table: &'static [bool; 128],
+) -> impl Iterator<Item = &'a str> + 'a {
+    let bytes = text.as_bytes();
+    let mut pos = 0usize;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let start = pos;
+        let mut i = start;
+        while let Some(&c) = bytes.get(i) {
+            let width = if c < 0x80 {
+                if table[c as usize] {
+                    pos = i + 1;
+                    return text.get(start..i);
+                }
+                1
+            } else if matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
+                let ch = text.get(i..).and_then(|r| r.chars().next());
+                match ch {
+                    Some(ch) if ch.is_whitespace() => {
+                        pos = i + ch.len_utf8();
+                        return text.get(start..i);
+                    }
+                    Some(ch) => ch.len_utf8(),
+                    None => 1,
+                }
+            } else {
+                1
+            };
+            i += width;
+        }
+        done = true;
+        text.get(start..)
+    })
 }
 
 /// The key tokens of `text` with their kinds, unique, in order of first occurrence (code
@@ -229,6 +279,16 @@ pub fn for_each_key(text: &str, f: impl FnMut(&str, KeyKind)) {
     walk_keys(text, &mut classify, f);
 }
 
+/// [`for_each_key`] with the token classifier given (`compress` passes a memoised
+/// [`classify`]).
+pub fn for_each_key_with(
+    text: &str,
+    classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
+    f: impl FnMut(&str, KeyKind),
+) {
+    walk_keys(text, classify, f);
+}
+
 /// The one walk behind [`extract_with`] and [`for_each_key`]: code spans first, then the
 /// separator-delimited tokens `classify` calls keys, each key once, in order.
 fn walk_keys(
@@ -258,7 +318,7 @@ fn walk_keys(
             None => break,
         }
     }
-    for raw in text.split(is_separator) {
+    for raw in pieces(text, &ASCII_SEPARATOR) {
         let t = raw.trim_start_matches(['(', '[']);
         let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
         if t.is_empty() || plain_word(t) || seen.contains(t) {
@@ -351,6 +411,19 @@ mod tests {
             }
         }
 
+        /// `pieces` gives the pieces `str::split` gives, empty ones included.
+        #[test]
+        fn pieces_agree_with_split(
+            text in "([a-z]{0,4}|[ \t\n,;()`=\"']|\u{85}|\u{a0}|\u{1680}|\u{2003}|\u{2028}|\u{205f}|\u{3000}|é|中|😀|\u{e000}|\u{2030}|\u{e1}|\u{e3})*"
+        ) {
+            let sep = |c: char| if c.is_ascii() { ASCII_SEPARATOR[c as usize] } else { c.is_whitespace() };
+            prop_assert_eq!(pieces(&text, &ASCII_SEPARATOR).collect::<Vec<_>>(), text.split(sep).collect::<Vec<_>>());
+            prop_assert_eq!(
+                pieces(&text, &ASCII_WHITESPACE).collect::<Vec<_>>(),
+                text.split(char::is_whitespace).collect::<Vec<_>>()
+            );
+        }
+
         /// The allocation-free walk finds what `extract` finds, in the same order.
         #[test]
         fn for_each_key_agrees_with_extract(
@@ -428,8 +501,15 @@ mod tests {
                         | '`'
                 )
         };
-        for c in (0u32..0x3000).filter_map(char::from_u32) {
-            assert_eq!(is_separator(c), rule(c), "{c:?}");
+        // Every character, alone and between two letters: `pieces` splits exactly at the rule.
+        for c in (0u32..=0x10FFFF).filter_map(char::from_u32) {
+            let text = format!("a{c}b");
+            let got: Vec<&str> = pieces(&text, &ASCII_SEPARATOR).collect();
+            let want: Vec<&str> = text.split(rule).collect();
+            assert_eq!(got, want, "{c:?}");
+            let ws: Vec<&str> = pieces(&text, &ASCII_WHITESPACE).collect();
+            let want_ws: Vec<&str> = text.split(char::is_whitespace).collect();
+            assert_eq!(ws, want_ws, "{c:?}");
         }
     }
 
