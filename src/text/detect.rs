@@ -152,36 +152,57 @@ impl Phrases {
     }
 }
 
+/// Token separators of [`is_secret`] among ASCII characters: white space and `"'`=:,`.
+const SECRET_SEPARATOR: [bool; 128] = {
+    let mut t = super::keys::ASCII_WHITESPACE;
+    let seps = b"\"'`=:,";
+    let mut i = 0;
+    while i < seps.len() {
+        t[seps[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Prefixes of API keys and tokens; a token is a key when at least 16 bytes follow one.
+const SECRET_PREFIXES: [&str; 10] = [
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "xoxb-",
+    "xoxp-",
+    "AKIA",
+    "AIza",
+];
+
 fn is_secret(text: &str, phrases: &Phrases) -> bool {
     if phrases.has("-----BEGIN ") && phrases.has(" KEY-----") {
         return true;
     }
-    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '=' | ':' | ','))
-        .any(|t| {
-            let prefixed = [
-                "sk-",
-                "sk_live_",
-                "sk_test_",
-                "ghp_",
-                "gho_",
-                "github_pat_",
-                "xoxb-",
-                "xoxp-",
-                "AKIA",
-                "AIza",
-            ]
-            .iter()
-            .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
-            let alnum = t.bytes().filter(|b| b.is_ascii_alphanumeric()).count();
-            // A long opaque token mixing letters and digits (API keys, tokens, hashes).
-            let opaque = t.len() >= 32
-                && alnum * 10 >= t.len() * 9
-                && t.bytes().any(|b| b.is_ascii_digit())
-                && t.bytes().any(|b| b.is_ascii_uppercase())
-                && t.bytes().any(|b| b.is_ascii_lowercase())
-                && !t.contains('/');
-            prefixed || opaque
-        })
+    // The shortest token either rule can take is a 3-byte prefix and 16 more: shorter ones
+    // (nearly every token of prose) are passed over on their length.
+    super::keys::pieces(text, &SECRET_SEPARATOR)
+        .filter(|t| t.len() >= 19)
+        .any(is_secret_token)
+}
+
+/// Whether one token is a key: a known prefix and 16+ more bytes, or a long opaque token mixing
+/// letters and digits (API keys, tokens, hashes).
+fn is_secret_token(t: &str) -> bool {
+    let prefixed = SECRET_PREFIXES
+        .iter()
+        .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
+    let alnum = t.bytes().filter(|b| b.is_ascii_alphanumeric()).count();
+    let opaque = t.len() >= 32
+        && alnum * 10 >= t.len() * 9
+        && t.bytes().any(|b| b.is_ascii_digit())
+        && t.bytes().any(|b| b.is_ascii_uppercase())
+        && t.bytes().any(|b| b.is_ascii_lowercase())
+        && !t.contains('/');
+    prefixed || opaque
 }
 
 fn lines(text: &str) -> impl Iterator<Item = &str> {
@@ -334,6 +355,33 @@ pub fn is_structural_line(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`is_secret`]'s token rule over `str::split`, every token looked at (the oracle).
+    fn secret_by_split(text: &str) -> bool {
+        text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '=' | ':' | ','))
+            .any(is_secret_token)
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// The length filter and the byte-level splitter find the tokens `str::split` finds.
+        #[test]
+        fn secret_tokens_as_split_finds_them(
+            words in proptest::collection::vec(
+                "sk-[A-Za-z0-9]{10,20}|AKIA[A-Z0-9]{12,20}|[A-Za-z0-9]{28,40}|[a-z]{1,8}|ghp_[a-z0-9]{14,18}|\
+                 [A-Za-z0-9/+]{30,36}|\u{a0}|\u{3000}|é",
+                0..12,
+            ),
+            seps in proptest::collection::vec("( |=|:|,|\"|'|`|\n|\u{2003}|-|_|;)", 12),
+        ) {
+            let mut text = String::new();
+            for (i, w) in words.iter().enumerate() {
+                text.push_str(w);
+                text.push_str(&seps[i % seps.len()]);
+            }
+            proptest::prop_assert_eq!(is_secret(&text, &Phrases::of(&text)), secret_by_split(&text));
+        }
+    }
 
     #[test]
     fn hard_kinds() {

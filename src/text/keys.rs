@@ -199,50 +199,71 @@ pub(crate) const ASCII_WHITESPACE: [bool; 128] = {
     t
 };
 
-/// The pieces of `text` between separators: `table` decides for ASCII characters, and beyond
-/// ASCII every white-space character separates. The same pieces as
-/// `text.split(|c| if c.is_ascii() { table[c] } else { c.is_whitespace() })`, empty ones
-/// included, found a byte at a time: only the lead bytes of non-ASCII white space (`C2`, `E1`,
-/// `E2`, `E3`: U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000) are decoded. Word splitting of
-/// the sentence scorer and of [`walk_keys`] runs over every sentence a summary looks at.
-pub(crate) fn pieces<'a>(
+/// The non-empty pieces of `text` between separators: `table` decides for ASCII characters,
+/// and beyond ASCII every white-space character separates. The same pieces as
+/// `text.split(|c| if c.is_ascii() { table[c] } else { c.is_whitespace() })` without the empty
+/// ones, found a byte at a time: only the lead bytes of non-ASCII white space (`C2`, `E1`, `E2`,
+/// `E3`: U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000) are decoded. Word splitting of the
+/// sentence scorer and of [`walk_keys`] runs over every sentence a summary looks at.
+pub(crate) fn pieces<'a>(text: &'a str, table: &'static [bool; 128]) -> Pieces<'a> {
+    Pieces {
+        text,
+        pos: 0,
+        done: false,
+        table,
+    }
+}
+
+/// The iterator of [`pieces`].
+pub(crate) struct Pieces<'a> {
     text: &'a str,
+    pos: usize,
+    done: bool,
     table: &'static [bool; 128],
-) -> impl Iterator<Item = &'a str> + 'a {
-    let bytes = text.as_bytes();
-    let mut pos = 0usize;
-    let mut done = false;
-    std::iter::from_fn(move || {
-        if done {
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        if self.done {
             return None;
         }
-        let start = pos;
+        let bytes = self.text.as_bytes();
+        let mut start = self.pos;
         let mut i = start;
         while let Some(&c) = bytes.get(i) {
-            let width = if c < 0x80 {
-                if table[c as usize] {
-                    pos = i + 1;
-                    return text.get(start..i);
-                }
-                1
+            let sep = if c < 0x80 {
+                self.table[c as usize].then_some(1)
             } else if matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
-                let ch = text.get(i..).and_then(|r| r.chars().next());
-                match ch {
-                    Some(ch) if ch.is_whitespace() => {
-                        pos = i + ch.len_utf8();
-                        return text.get(start..i);
+                match self.text.get(i..).and_then(|r| r.chars().next()) {
+                    Some(ch) if ch.is_whitespace() => Some(ch.len_utf8()),
+                    Some(ch) => {
+                        i += ch.len_utf8();
+                        continue;
                     }
-                    Some(ch) => ch.len_utf8(),
-                    None => 1,
+                    None => None,
                 }
             } else {
-                1
+                None
             };
-            i += width;
+            match sep {
+                Some(width) if i > start => {
+                    self.pos = i + width;
+                    return self.text.get(start..i);
+                }
+                // An empty piece: the next one starts after this separator.
+                Some(width) => {
+                    i += width;
+                    start = i;
+                }
+                None => i += 1,
+            }
         }
-        done = true;
-        text.get(start..)
-    })
+        self.done = true;
+        self.text.get(start..).filter(|p| !p.is_empty())
+    }
 }
 
 /// The key tokens of `text` with their kinds, unique, in order of first occurrence (code
@@ -411,16 +432,19 @@ mod tests {
             }
         }
 
-        /// `pieces` gives the pieces `str::split` gives, empty ones included.
+        /// `pieces` gives the non-empty pieces `str::split` gives.
         #[test]
         fn pieces_agree_with_split(
             text in "([a-z]{0,4}|[ \t\n,;()`=\"']|\u{85}|\u{a0}|\u{1680}|\u{2003}|\u{2028}|\u{205f}|\u{3000}|é|中|😀|\u{e000}|\u{2030}|\u{e1}|\u{e3})*"
         ) {
             let sep = |c: char| if c.is_ascii() { ASCII_SEPARATOR[c as usize] } else { c.is_whitespace() };
-            prop_assert_eq!(pieces(&text, &ASCII_SEPARATOR).collect::<Vec<_>>(), text.split(sep).collect::<Vec<_>>());
+            prop_assert_eq!(
+                pieces(&text, &ASCII_SEPARATOR).collect::<Vec<_>>(),
+                text.split(sep).filter(|p| !p.is_empty()).collect::<Vec<_>>()
+            );
             prop_assert_eq!(
                 pieces(&text, &ASCII_WHITESPACE).collect::<Vec<_>>(),
-                text.split(char::is_whitespace).collect::<Vec<_>>()
+                text.split(char::is_whitespace).filter(|p| !p.is_empty()).collect::<Vec<_>>()
             );
         }
 
@@ -505,10 +529,13 @@ mod tests {
         for c in (0u32..=0x10FFFF).filter_map(char::from_u32) {
             let text = format!("a{c}b");
             let got: Vec<&str> = pieces(&text, &ASCII_SEPARATOR).collect();
-            let want: Vec<&str> = text.split(rule).collect();
+            let want: Vec<&str> = text.split(rule).filter(|p| !p.is_empty()).collect();
             assert_eq!(got, want, "{c:?}");
             let ws: Vec<&str> = pieces(&text, &ASCII_WHITESPACE).collect();
-            let want_ws: Vec<&str> = text.split(char::is_whitespace).collect();
+            let want_ws: Vec<&str> = text
+                .split(char::is_whitespace)
+                .filter(|p| !p.is_empty())
+                .collect();
             assert_eq!(ws, want_ws, "{c:?}");
         }
     }

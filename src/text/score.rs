@@ -19,6 +19,8 @@
 
 use super::keys::{self, KeyKind};
 
+/// The emphasis words ([`is_emphasis`] matches them; a test checks that they agree).
+#[cfg_attr(not(test), allow(dead_code))]
 const EMPHASIS: [&str; 16] = [
     "important",
     "importantly",
@@ -54,6 +56,8 @@ const FILLER: [&str; 14] = [
     "cool",
 ];
 const STATUS: [&str; 6] = ["PASS", "PASSED", "FAIL", "FAILED", "ERROR", "WARNING"];
+/// The units ([`is_unit`] matches them; a test checks that they agree).
+#[cfg_attr(not(test), allow(dead_code))]
 const UNITS: [&str; 32] = [
     "ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour",
     "hours", "day", "days", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "b", "bytes", "%", "x",
@@ -79,9 +83,7 @@ pub fn score_sentence_with(
 ) -> f64 {
     let mut score = 0.0;
     // The white-space separated words, each looked at with the one after it (a unit).
-    let mut words = keys::pieces(sentence, &keys::ASCII_WHITESPACE)
-        .filter(|w| !w.is_empty())
-        .peekable();
+    let mut words = keys::pieces(sentence, &keys::ASCII_WHITESPACE).peekable();
     let mut count = 0usize;
     let mut first = None;
     let mut emphasis = false;
@@ -100,7 +102,10 @@ pub fn score_sentence_with(
         }
         // Every list word is ASCII letters of 2 to 11 bytes (a cheap test before the lists).
         let may_list = (2..=11).contains(&b.len()) && b[0].is_ascii_alphabetic();
-        if !emphasis && may_list && in_list(&EMPHASIS, w) {
+        if !emphasis && may_list && {
+            let mut buf = [0u8; 16];
+            lower(w, &mut buf).is_some_and(is_emphasis)
+        } {
             emphasis = true;
             score += 4.0;
         }
@@ -117,8 +122,8 @@ pub fn score_sentence_with(
                 .take_while(|b| b.is_ascii_digit() || **b == b'.' || **b == b',')
                 .count();
             let attached = &w[digits..];
-            if (!attached.is_empty() && in_list(&UNITS, attached))
-                || words.peek().is_some_and(|n| in_list(&UNITS, clean(n)))
+            if (!attached.is_empty() && unit(attached))
+                || words.peek().is_some_and(|n| unit(clean(n)))
             {
                 score += 2.0;
             }
@@ -154,6 +159,85 @@ pub fn score_sentence_with(
 /// Whether `w` is one of `list`'s lower-case ASCII words, ignoring ASCII case.
 fn in_list(list: &[&str], w: &str) -> bool {
     list.iter().any(|e| e.eq_ignore_ascii_case(w))
+}
+
+/// `w` lower-cased into `buf` when it is ASCII and fits (every list word does), for one
+/// `match` against a list instead of a case-insensitive compare per list word.
+fn lower<'b>(w: &str, buf: &'b mut [u8; 16]) -> Option<&'b [u8]> {
+    let b = w.as_bytes();
+    let out = buf.get_mut(..b.len())?;
+    for (o, c) in out.iter_mut().zip(b) {
+        *o = c.to_ascii_lowercase();
+    }
+    Some(out)
+}
+
+/// [`in_list`] of [`EMPHASIS`] on a lower-cased word.
+fn is_emphasis(w: &[u8]) -> bool {
+    matches!(
+        w,
+        b"important"
+            | b"importantly"
+            | b"however"
+            | b"critical"
+            | b"critically"
+            | b"must"
+            | b"never"
+            | b"always"
+            | b"required"
+            | b"requires"
+            | b"note"
+            | b"warning"
+            | b"key"
+            | b"essential"
+            | b"crucial"
+            | b"but"
+    )
+}
+
+/// [`in_list`] of [`UNITS`] on a lower-cased word.
+fn is_unit(w: &[u8]) -> bool {
+    matches!(
+        w,
+        b"ms"
+            | b"s"
+            | b"sec"
+            | b"secs"
+            | b"second"
+            | b"seconds"
+            | b"min"
+            | b"mins"
+            | b"minute"
+            | b"minutes"
+            | b"h"
+            | b"hour"
+            | b"hours"
+            | b"day"
+            | b"days"
+            | b"kb"
+            | b"mb"
+            | b"gb"
+            | b"tb"
+            | b"kib"
+            | b"mib"
+            | b"gib"
+            | b"b"
+            | b"bytes"
+            | b"%"
+            | b"x"
+            | b"px"
+            | b"km"
+            | b"m"
+            | b"kg"
+            | b"usd"
+            | b"eur"
+    )
+}
+
+/// Whether `w` is a unit (case-insensitive).
+fn unit(w: &str) -> bool {
+    let mut buf = [0u8; 16];
+    lower(w, &mut buf).is_some_and(is_unit)
 }
 
 /// A word without the punctuation around it (no allocation: this runs for every word of every
@@ -300,6 +384,47 @@ mod tests {
             }
         }
         score
+    }
+
+    #[test]
+    fn list_matches_are_the_lists() {
+        let mut buf = [0u8; 16];
+        for w in EMPHASIS {
+            assert!(lower(w, &mut buf).is_some_and(is_emphasis), "{w}");
+            assert!(
+                !lower(w, &mut buf).is_some_and(is_unit) || UNITS.contains(&w),
+                "{w}"
+            );
+        }
+        for w in UNITS {
+            assert!(unit(w) && unit(&w.to_ascii_uppercase()), "{w}");
+        }
+        // And nothing else: every other word of the lists' alphabet up to 3 letters.
+        let alphabet = b"abcdeghikmnorstuwxyz%";
+        for len in 1..=3 {
+            let mut idx = vec![0usize; len];
+            loop {
+                let w: String = idx.iter().map(|&i| alphabet[i] as char).collect();
+                assert_eq!(unit(&w), in_list(&UNITS, &w), "{w}");
+                assert_eq!(
+                    lower(&w, &mut buf).is_some_and(is_emphasis),
+                    in_list(&EMPHASIS, &w),
+                    "{w}"
+                );
+                let mut k = 0;
+                while k < len {
+                    idx[k] += 1;
+                    if idx[k] < alphabet.len() {
+                        break;
+                    }
+                    idx[k] = 0;
+                    k += 1;
+                }
+                if k == len {
+                    break;
+                }
+            }
+        }
     }
 
     #[cfg(not(target_arch = "wasm32"))]
