@@ -476,9 +476,17 @@ export interface Decision {
 
 /** The result of compress. */
 export interface CompressResult {
-  /** The compressed messages, in the input's shape. */
+  /**
+   * The compressed messages, in the input's shape. A message kept as it is is the caller's own
+   * object (not a copy), as in applyWatermark; new messages are new objects. (With
+   * `options.cache` or a `summarizer`, every message is a new object.)
+   */
   messages: Message[];
-  /** The originals of every rewritten message, by the id in its marker: pass to uncompress. */
+  /**
+   * The originals of every rewritten message, by the id in its marker: pass to uncompress.
+   * They are the caller's own message objects (not copies), except with `options.cache` or a
+   * `summarizer`.
+   */
   verbatim: Record<string, Message[]>;
   /** Counts. */
   stats: CompressStats;

@@ -442,6 +442,85 @@ fn run_cached(
     Ok(plan)
 }
 
+/// How the result of a bare JSON array is made of its input (see [`compress_parts`]: the JS
+/// entry builds its result from the caller's own objects or slices of the caller's string
+/// instead of decoding the whole output back from wasm memory).
+#[derive(Clone, Debug)]
+pub struct CompressParts {
+    /// The output messages in order: the index of an input message kept as it is, or `None` for
+    /// the next text of `fresh`.
+    pub messages: Vec<Option<usize>>,
+    /// The JSON texts of the new messages, in output order.
+    pub fresh: Vec<String>,
+    /// `verbatim` as `(id, input indices)`, in id order.
+    pub verbatim: Vec<(String, Vec<usize>)>,
+    /// The byte span of every input message in the input text.
+    pub spans: Vec<std::ops::Range<usize>>,
+    /// Counts.
+    pub stats: CompressStats,
+    /// Decisions, when asked for.
+    pub trace: Option<Vec<Decision>>,
+}
+
+/// The result of [`compress_parts`]: parts for a bare array, the written text for a request
+/// body.
+#[derive(Clone, Debug)]
+pub enum Compressed {
+    /// A bare array's result as parts of its input.
+    Parts(CompressParts),
+    /// A request body's result, written.
+    Written(CompressJsonOutput),
+}
+
+/// [`compress_json_in`] as parts when `json` is a bare array: the same output, for a host that
+/// already holds the input (the npm package's JS entry, a proxy) and can build the result from
+/// it instead of copying the whole text back. [`CompressParts::messages`] and
+/// [`CompressParts::verbatim`] joined as [`compress_json_in`] joins them (`[` `,` `]`, and
+/// `{"id":[…],…}` with the id as a JSON string) give its text; a test checks it.
+///
+/// # Errors
+/// As [`compress_json_in`].
+pub fn compress_parts(
+    json: &str,
+    options: &CompressOptions,
+    ctx: &CompressContext<'_>,
+) -> Result<Compressed, Error> {
+    let doc = RawDocument::parse(json)?;
+    if doc.is_body() {
+        return compress_json_inner(json, options, ctx, None).map(Compressed::Written);
+    }
+    let plan = run_cached(&doc.messages, options, ctx, None)?;
+    let base = json.as_ptr() as usize;
+    let spans = doc
+        .messages
+        .iter()
+        .map(|r| {
+            let start = (r.get().as_ptr() as usize).saturating_sub(base);
+            start..start + r.get().len()
+        })
+        .collect();
+    let mut fresh = Vec::new();
+    let messages = plan
+        .messages
+        .into_iter()
+        .map(|o| match o {
+            Out::Keep(i) => Some(i),
+            Out::New(t) => {
+                fresh.push(t);
+                None
+            }
+        })
+        .collect();
+    Ok(Compressed::Parts(CompressParts {
+        messages,
+        fresh,
+        verbatim: plan.verbatim.into_iter().collect(),
+        spans,
+        stats: plan.stats,
+        trace: plan.trace,
+    }))
+}
+
 fn compress_json_inner(
     json: &str,
     options: &CompressOptions,
@@ -656,6 +735,16 @@ pub fn message_text(message: &Value) -> String {
         }
     }
     parts.join("\n")
+}
+
+/// The tokens of [`message_text`]: a message whose text is its string content (no tool calls)
+/// is counted without a copy.
+fn message_tokens(message: &Value, tok: &Tokens<'_>) -> usize {
+    let calls = matches!(message.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty());
+    match message.get("content") {
+        Some(Value::String(s)) if !calls => tok.count(s),
+        _ => tok.count(&message_text(message)),
+    }
 }
 
 // ------------------------------------------------------------------------------------ plan
@@ -1170,10 +1259,7 @@ fn plan(
                 body
             };
             let mut marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
-            let before: usize = group
-                .iter()
-                .map(|g| tok.count(&message_text(&values[*g])))
-                .sum();
+            let before: usize = group.iter().map(|g| message_tokens(&values[*g], tok)).sum();
             if tok.count(&marker) < before
                 && (options.min_confidence <= 0.0
                     || confidence(&body, &joined) >= options.min_confidence)
@@ -1343,13 +1429,15 @@ fn plan(
     }
 
     stats.messages_after = out.len();
-    stats.tokens_before = values.iter().map(|v| tok.count(&message_text(v))).sum();
+    // Each input message counted once: a kept message's count is its count before.
+    let counts: Vec<usize> = values.iter().map(|v| message_tokens(v, tok)).collect();
+    stats.tokens_before = counts.iter().sum();
     stats.tokens_after = out
         .iter()
         .map(|o| match o {
-            Out::Keep(i) => tok.count(&message_text(&values[*i])),
+            Out::Keep(i) => counts.get(*i).copied().unwrap_or(0),
             Out::New(t) => serde_json::from_str::<Value>(t)
-                .map(|v| tok.count(&message_text(&v)))
+                .map(|v| message_tokens(&v, tok))
                 .unwrap_or(0),
         })
         .sum();
@@ -1773,7 +1861,7 @@ pub fn confidence(summary: &str, original: &str) -> f64 {
 
 /// Estimated tokens of messages' texts.
 fn texts_tokens<'a>(messages: impl Iterator<Item = &'a Value>, tok: &Tokens<'_>) -> usize {
-    messages.map(|m| tok.count(&message_text(m))).sum()
+    messages.map(|m| message_tokens(m, tok)).sum()
 }
 
 /// The argument object of a condensed tool call.
@@ -1930,4 +2018,86 @@ fn build_query(
         .map(|(s, v)| (s, crate::embed::cosine(qv, v)))
         .collect();
     Ok(query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text [`compress_json_inner`] writes, assembled from [`compress_parts`] as the JS
+    /// entry assembles it (byte spans here, UTF-16 spans there).
+    fn assemble(json: &str, p: &CompressParts) -> (String, String) {
+        let mut fresh = p.fresh.iter();
+        let messages: Vec<&str> = p
+            .messages
+            .iter()
+            .map(|m| match m {
+                Some(i) => &json[p.spans[*i].clone()],
+                None => fresh.next().map_or("", String::as_str),
+            })
+            .collect();
+        let verbatim: Vec<String> = p
+            .verbatim
+            .iter()
+            .map(|(id, originals)| {
+                let texts: Vec<&str> = originals
+                    .iter()
+                    .map(|&i| &json[p.spans[i].clone()])
+                    .collect();
+                format!("{}:[{}]", Value::String(id.clone()), texts.join(","))
+            })
+            .collect();
+        (
+            format!("[{}]", messages.join(",")),
+            format!("{{{}}}", verbatim.join(",")),
+        )
+    }
+
+    #[test]
+    fn parts_assemble_to_the_written_text() {
+        let sets = [
+            include_str!("../../tests/fixtures/sharegpt_sample.jsonl"),
+            include_str!("../../tests/fixtures/tool_sessions_openai_sample.jsonl"),
+            include_str!("../../tests/fixtures/tool_sessions_anthropic_sample.jsonl"),
+        ];
+        let budget = CompressOptions::from_json(r#"{"targetRatio": 0.3, "query": "order id"}"#)
+            .expect("options");
+        let ctx = CompressContext::default();
+        let mut checked = 0;
+        for line in sets
+            .iter()
+            .flat_map(|s| s.lines())
+            .filter(|l| !l.trim().is_empty())
+        {
+            let record: Value = serde_json::from_str(line).expect("fixture line");
+            let messages = &record["messages"];
+            let compact = messages.to_string();
+            let pretty = serde_json::to_string_pretty(messages).expect("pretty");
+            for (json, options) in [
+                (compact.clone(), CompressOptions::default()),
+                (pretty, CompressOptions::default()),
+                (compact, budget.clone()),
+            ] {
+                {
+                    let written =
+                        compress_json_inner(&json, &options, &ctx, None).expect("written");
+                    let Compressed::Parts(parts) =
+                        compress_parts(&json, &options, &ctx).expect("parts")
+                    else {
+                        panic!("a bare array gives parts");
+                    };
+                    assert_eq!(assemble(&json, &parts), (written.json, written.verbatim));
+                    assert_eq!(parts.stats, written.stats);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 12, "{checked}");
+        // A request body is written in the core.
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+        assert!(matches!(
+            compress_parts(body, &CompressOptions::default(), &ctx),
+            Ok(Compressed::Written(_))
+        ));
+    }
 }

@@ -10,9 +10,9 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::compress::{
-    bad_count, compress_json_cached, compress_json_in, compress_json_with, prepare_context_json,
-    summary_requests_json, uncompress_json, CompressCache, CompressContext, CompressOptions,
-    PrepareOptions, TokenCounter,
+    bad_count, compress_json_cached, compress_json_in, compress_json_with, compress_parts,
+    prepare_context_json, summary_requests_json, uncompress_json, CompressCache, CompressContext,
+    CompressOptions, Compressed, PrepareOptions, TokenCounter,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
@@ -260,42 +260,6 @@ fn read_compress_options(options: &JsValue) -> Result<CompressOptions, JsValue> 
     }
 }
 
-/// `compress(messages, options)` on an array of message objects: `{messages, verbatim, stats,
-/// trace?}` (new objects throughout; kept messages are equal to the input's).
-#[wasm_bindgen(js_name = compress)]
-pub fn compress(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    compress_messages(messages, options, None)
-}
-
-fn compress_messages(
-    messages: JsValue,
-    options: JsValue,
-    embedder: Option<&Embedder>,
-) -> Result<JsValue, JsValue> {
-    if !Array::is_array(&messages) {
-        return Err(js_error(Error::new(
-            ErrorKind::InvalidInput,
-            "messages",
-            "expected an array of messages",
-        )));
-    }
-    let options = read_compress_options(&options)?;
-    let json = stringify(&messages, "messages")?;
-    let out = compress_json_with(&json, &options, embedder).map_err(js_error)?;
-    result_object(&[
-        ("messages", JSON::parse(&out.json)?),
-        ("verbatim", JSON::parse(&out.verbatim)?),
-        ("stats", to_js(&out.stats)?),
-        (
-            "trace",
-            match &out.trace {
-                Some(t) => to_js(t)?,
-                None => JsValue::UNDEFINED,
-            },
-        ),
-    ])
-}
-
 /// `compressJson(json, options)` on JSON text (an array or a request body):
 /// `{json, verbatim, stats, trace?}` with `verbatim` as JSON text.
 #[wasm_bindgen(js_name = compressJson)]
@@ -411,6 +375,73 @@ pub fn compress_json_with_context(
         ("verbatim", out.verbatim.into()),
         ("stats", to_js(&out.stats)?),
         ("trace", trace_js(&out.trace)?),
+    ])
+}
+
+/// `compressParts(json, options, embedder, useEmbedder, countTokens?)`: the result of
+/// `compressWith` for the JS entry to assemble from the caller's own objects, so that the
+/// untouched messages and the originals in `verbatim` are neither copied back out of wasm memory
+/// nor parsed again. For a bare array: `{keep, fresh, verbatimIds, verbatimIndex, stats,
+/// trace}`:
+/// - `keep[k]`: the input index of output message `k`, or `0xFFFFFFFF` for the next message of
+///   `fresh` (the new messages as one JSON array text);
+/// - `verbatim`: the id `verbatimIds[v]` maps to `n` input messages, listed in `verbatimIndex`
+///   as `n, i1 … in` one id after the other.
+///
+/// For a request body, `{json, verbatim, stats, trace}` as `compressJsonWith` returns them.
+#[wasm_bindgen(js_name = compressParts)]
+pub fn compress_parts_js(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    let options = read_compress_options(&options)?;
+    let counter = count_tokens.map(JsCounter);
+    let embedder = use_embedder.then_some(embedder);
+    let ctx = context(embedder, counter.as_ref());
+    let parts = match compress_parts(json, &options, &ctx).map_err(js_error)? {
+        Compressed::Written(out) => {
+            return result_object(&[
+                ("json", out.json.into()),
+                ("verbatim", out.verbatim.into()),
+                ("stats", to_js(&out.stats)?),
+                ("trace", trace_js(&out.trace)?),
+            ])
+        }
+        Compressed::Parts(parts) => parts,
+    };
+    let keep: Vec<u32> = parts
+        .messages
+        .iter()
+        .map(|m| m.map_or(u32::MAX, |i| i as u32))
+        .collect();
+    let mut fresh = String::from("[");
+    for (n, text) in parts.fresh.iter().enumerate() {
+        if n > 0 {
+            fresh.push(',');
+        }
+        fresh.push_str(text);
+    }
+    fresh.push(']');
+    let mut ids = Vec::with_capacity(parts.verbatim.len());
+    let mut index = Vec::new();
+    for (id, originals) in &parts.verbatim {
+        ids.push(JsValue::from_str(id));
+        index.push(originals.len() as u32);
+        index.extend(originals.iter().map(|&i| i as u32));
+    }
+    result_object(&[
+        ("keep", js_sys::Uint32Array::from(keep.as_slice()).into()),
+        ("fresh", fresh.into()),
+        ("verbatimIds", ids.into_iter().collect::<Array>().into()),
+        (
+            "verbatimIndex",
+            js_sys::Uint32Array::from(index.as_slice()).into(),
+        ),
+        ("stats", to_js(&parts.stats)?),
+        ("trace", trace_js(&parts.trace)?),
     ])
 }
 
