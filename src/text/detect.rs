@@ -184,9 +184,7 @@ fn is_secret(text: &str, phrases: &Phrases) -> bool {
     }
     // The shortest token either rule can take is a 3-byte prefix and 16 more: shorter ones
     // (nearly every token of prose) are passed over on their length.
-    super::keys::pieces(text, &SECRET_SEPARATOR)
-        .filter(|t| t.len() >= 19)
-        .any(is_secret_token)
+    super::keys::pieces_of_at_least(text, &SECRET_SEPARATOR, 19).any(is_secret_token)
 }
 
 /// Whether one token is a key: a known prefix and 16+ more bytes, or a long opaque token mixing
@@ -266,50 +264,59 @@ fn is_sql(phrases: &Phrases) -> bool {
 }
 
 fn is_code(text: &str) -> bool {
-    let all: Vec<&str> = lines(text).collect();
-    if all.len() < 3 {
+    let total = lines(text).count();
+    if total < 3 {
         return false;
     }
-    let code = all
-        .iter()
-        .filter(|l| {
-            let t = l.trim();
-            let ends = t.ends_with(';')
-                || t.ends_with('{')
-                || t.ends_with('}')
-                || t.ends_with("):")
-                || t.ends_with(')');
-            let starts = [
-                "def ",
-                "class ",
-                "import ",
-                "from ",
-                "fn ",
-                "let ",
-                "const ",
-                "var ",
-                "function ",
-                "return ",
-                "if (",
-                "for (",
-                "while (",
-                "#include",
-                "public ",
-                "private ",
-                "}",
-                "//",
-                "pub fn ",
-                "use ",
-                "package ",
-            ]
-            .iter()
-            .any(|k| t.starts_with(k));
-            let assign =
-                t.contains(" = ") && !t.contains(". ") && t.split_whitespace().count() <= 8;
-            ends || starts || assign
-        })
-        .count();
-    code * 10 >= all.len() * 6
+    // Code when at least 60% of the lines look like code: stop as soon as that is out of reach
+    // (prose fails after its first 40% of lines) or reached.
+    let need = (total * 6).div_ceil(10);
+    let (mut code, mut seen) = (0usize, 0usize);
+    for l in lines(text) {
+        if code + (total - seen) < need || code >= need {
+            break;
+        }
+        seen += 1;
+        if is_code_line(l) {
+            code += 1;
+        }
+    }
+    code >= need
+}
+
+/// A line that looks like code: a statement or block end, a keyword start, a short assignment.
+fn is_code_line(l: &str) -> bool {
+    const STARTS: [&str; 21] = [
+        "def ",
+        "class ",
+        "import ",
+        "from ",
+        "fn ",
+        "let ",
+        "const ",
+        "var ",
+        "function ",
+        "return ",
+        "if (",
+        "for (",
+        "while (",
+        "#include",
+        "public ",
+        "private ",
+        "}",
+        "//",
+        "pub fn ",
+        "use ",
+        "package ",
+    ];
+    let t = l.trim();
+    let ends = t.ends_with(';')
+        || t.ends_with('{')
+        || t.ends_with('}')
+        || t.ends_with("):")
+        || t.ends_with(')');
+    ends || STARTS.iter().any(|k| t.starts_with(k))
+        || (t.contains(" = ") && !t.contains(". ") && t.split_whitespace().count() <= 8)
 }
 
 /// Structured tool output (seed 002): 6+ non-empty lines, more than one line per 80
@@ -355,6 +362,27 @@ pub fn is_structural_line(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`is_code`] as first written: every line judged, then the share (the oracle).
+    fn code_by_share(text: &str) -> bool {
+        let all: Vec<&str> = lines(text).collect();
+        all.len() >= 3 && all.iter().filter(|l| is_code_line(l)).count() * 10 >= all.len() * 6
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// Stopping early decides as judging every line does.
+        #[test]
+        fn code_stops_early_as_the_share_decides(
+            lines in proptest::collection::vec(
+                "let x = 1;|fn main\\(\\) \\{|\\}|Some prose here\\.|return y|a = b|  |import os|The end\\. Next = 2",
+                0..14,
+            )
+        ) {
+            let text = lines.join("\n");
+            proptest::prop_assert_eq!(is_code(&text), code_by_share(&text), "{:?}", text);
+        }
+    }
 
     /// [`is_secret`]'s token rule over `str::split`, every token looked at (the oracle).
     fn secret_by_split(text: &str) -> bool {

@@ -206,11 +206,22 @@ pub(crate) const ASCII_WHITESPACE: [bool; 128] = {
 /// `E3`: U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000) are decoded. Word splitting of the
 /// sentence scorer and of [`walk_keys`] runs over every sentence a summary looks at.
 pub(crate) fn pieces<'a>(text: &'a str, table: &'static [bool; 128]) -> Pieces<'a> {
+    pieces_of_at_least(text, table, 1)
+}
+
+/// [`pieces`] of at least `min` bytes (`min` ≥ 1): the shorter ones are passed over inside the
+/// scan.
+pub(crate) fn pieces_of_at_least<'a>(
+    text: &'a str,
+    table: &'static [bool; 128],
+    min: usize,
+) -> Pieces<'a> {
     Pieces {
         text,
         pos: 0,
         done: false,
         table,
+        min: min.max(1),
     }
 }
 
@@ -220,6 +231,7 @@ pub(crate) struct Pieces<'a> {
     pos: usize,
     done: bool,
     table: &'static [bool; 128],
+    min: usize,
 }
 
 impl<'a> Iterator for Pieces<'a> {
@@ -249,11 +261,11 @@ impl<'a> Iterator for Pieces<'a> {
                 None
             };
             match sep {
-                Some(width) if i > start => {
+                Some(width) if i - start >= self.min => {
                     self.pos = i + width;
                     return self.text.get(start..i);
                 }
-                // An empty piece: the next one starts after this separator.
+                // An empty (or short) piece: the next one starts after this separator.
                 Some(width) => {
                     i += width;
                     start = i;
@@ -262,7 +274,7 @@ impl<'a> Iterator for Pieces<'a> {
             }
         }
         self.done = true;
-        self.text.get(start..).filter(|p| !p.is_empty())
+        self.text.get(start..).filter(|p| p.len() >= self.min)
     }
 }
 
@@ -446,6 +458,12 @@ mod tests {
                 pieces(&text, &ASCII_WHITESPACE).collect::<Vec<_>>(),
                 text.split(char::is_whitespace).filter(|p| !p.is_empty()).collect::<Vec<_>>()
             );
+            for min in [2, 5] {
+                prop_assert_eq!(
+                    pieces_of_at_least(&text, &ASCII_SEPARATOR, min).collect::<Vec<_>>(),
+                    text.split(sep).filter(|p| p.len() >= min).collect::<Vec<_>>()
+                );
+            }
         }
 
         /// The allocation-free walk finds what `extract` finds, in the same order.
