@@ -219,7 +219,6 @@ pub(crate) fn pieces_of_at_least<'a>(
     Pieces {
         text,
         pos: 0,
-        done: false,
         table,
         min: min.max(1),
     }
@@ -229,7 +228,6 @@ pub(crate) fn pieces_of_at_least<'a>(
 pub(crate) struct Pieces<'a> {
     text: &'a str,
     pos: usize,
-    done: bool,
     table: &'static [bool; 128],
     min: usize,
 }
@@ -239,42 +237,50 @@ impl<'a> Iterator for Pieces<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a str> {
-        if self.done {
-            return None;
-        }
         let bytes = self.text.as_bytes();
+        let table = self.table;
         let mut start = self.pos;
         let mut i = start;
-        while let Some(&c) = bytes.get(i) {
-            let sep = if c < 0x80 {
-                self.table[c as usize].then_some(1)
-            } else if matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
-                match self.text.get(i..).and_then(|r| r.chars().next()) {
-                    Some(ch) if ch.is_whitespace() => Some(ch.len_utf8()),
+        loop {
+            // The next byte that may separate: an ASCII separator, or a lead byte of non-ASCII
+            // white space (continuation bytes and other lead bytes never do).
+            let found = bytes.get(i..).and_then(|rest| {
+                rest.iter().position(|&c| {
+                    if c < 0x80 {
+                        table[c as usize]
+                    } else {
+                        matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+                    }
+                })
+            });
+            let Some(off) = found else {
+                // The last piece (none once `pos` is at the end).
+                self.pos = bytes.len();
+                return self.text.get(start..).filter(|p| p.len() >= self.min);
+            };
+            i += off;
+            let width = match bytes.get(i) {
+                Some(&c) if c < 0x80 => 1,
+                _ => match self.text.get(i..).and_then(|r| r.chars().next()) {
+                    Some(ch) if ch.is_whitespace() => ch.len_utf8(),
                     Some(ch) => {
                         i += ch.len_utf8();
                         continue;
                     }
-                    None => None,
-                }
-            } else {
-                None
+                    None => {
+                        i += 1;
+                        continue;
+                    }
+                },
             };
-            match sep {
-                Some(width) if i - start >= self.min => {
-                    self.pos = i + width;
-                    return self.text.get(start..i);
-                }
-                // An empty (or short) piece: the next one starts after this separator.
-                Some(width) => {
-                    i += width;
-                    start = i;
-                }
-                None => i += 1,
+            if i - start >= self.min {
+                self.pos = i + width;
+                return self.text.get(start..i);
             }
+            // An empty (or short) piece: the next one starts after this separator.
+            i += width;
+            start = i;
         }
-        self.done = true;
-        self.text.get(start..).filter(|p| p.len() >= self.min)
     }
 }
 
