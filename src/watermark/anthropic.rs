@@ -4,7 +4,8 @@
 use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::plan::{
-    apply_pairs, as_object, survives, Act, CacheMove, Draft, Edit, Pair, Planned, Pruner,
+    apply_pairs, as_object, survives, Act, Acts, CacheMove, Draft, Edit, Pair, Planned, Pruner,
+    Results,
 };
 use super::Warning;
 use crate::error::Error;
@@ -18,10 +19,7 @@ impl<'a> Pruner<'a, '_> {
         let mut pairs: Vec<Pair> = Vec::new();
         let mut by_id: HashMap<&str, usize> =
             HashMap::with_capacity_and_hasher(w, Default::default());
-        let mut acts: Vec<Vec<Act>> = views[..w]
-            .iter()
-            .map(|v| vec![Act::Keep; v.blocks().len()])
-            .collect();
+        let mut acts = Acts::keep_all(&views[..w]);
         for (i, view) in views[..w].iter().enumerate() {
             for (b, block) in view.blocks().iter().enumerate() {
                 let kind = block.kind();
@@ -32,7 +30,7 @@ impl<'a> Pruner<'a, '_> {
                         name: block.name.as_deref().unwrap_or(""),
                         id,
                         call: (i, b),
-                        results: Vec::new(),
+                        results: Results::default(),
                         server: kind == BlockKind::ServerToolUse,
                         keep: false,
                         act: Act::Remove,
@@ -52,7 +50,9 @@ impl<'a> Pruner<'a, '_> {
                         Some(&p) => pairs[p].keep = true,
                         // An orphan result before the watermark goes with the tool history.
                         None if i < w => {
-                            acts[i][b] = Act::Remove;
+                            if let Some(act) = acts.get_mut(i, b) {
+                                *act = Act::Remove;
+                            }
                             self.stats.tool_results_removed += 1;
                         }
                         None => {}
@@ -88,7 +88,9 @@ impl<'a> Pruner<'a, '_> {
                 }
                 for (b, block) in view.blocks().iter().enumerate() {
                     if block.kind().is_thinking() {
-                        acts[i][b] = Act::Remove;
+                        if let Some(act) = acts.get_mut(i, b) {
+                            *act = Act::Remove;
+                        }
                         self.stats.thinking_removed += 1;
                     }
                 }
@@ -101,7 +103,7 @@ impl<'a> Pruner<'a, '_> {
         // again after a change is applying the new decisions to the acts before them.)
         loop {
             apply_pairs(&pairs, &mut acts);
-            let last = (0..w).rev().find(|&i| survives(&views[i], &acts[i]));
+            let last = (0..w).rev().find(|&i| survives(&views[i], acts.of(i)));
             let clash = last.is_some_and(|i| views[i].role == views[w].role);
             if !clash {
                 break;
@@ -153,9 +155,10 @@ impl<'a> Pruner<'a, '_> {
         }
 
         let mut drafts: Vec<Draft<'a>> = Vec::with_capacity(w);
-        for (i, act) in acts.iter().enumerate() {
-            let role = views[i].role().unwrap_or(Role::User);
-            if !survives(&views[i], act) {
+        for (i, view) in views[..w].iter().enumerate() {
+            let act = acts.of(i);
+            let role = view.role().unwrap_or(Role::User);
+            if !survives(view, act) {
                 self.stats.messages_dropped += 1;
                 continue;
             }
@@ -256,10 +259,10 @@ impl<'a> Pruner<'a, '_> {
 
     /// Plans the `cache_control` moves: (removed block, target (message, block or `None` for
     /// string content)). Drops moves beyond the provider's limit of 4 markers.
-    fn relocate_cache_control(&mut self, acts: &[Vec<Act>]) -> Vec<CacheMove> {
+    fn relocate_cache_control(&mut self, acts: &Acts) -> Vec<CacheMove> {
         let views = self.views;
         let w = self.w;
-        let kept_block = |i: usize, b: usize| acts[i].get(b).is_some_and(|a| *a != Act::Remove);
+        let kept_block = |i: usize, b: usize| acts.of(i).get(b).is_some_and(|a| *a != Act::Remove);
         let string_content = |i: usize| matches!(views[i].content, ContentView::Text { .. });
         let mut moves = Vec::new();
         let mut targets: HashSet<(usize, Option<usize>)> = HashSet::default();

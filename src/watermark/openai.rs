@@ -3,7 +3,7 @@
 
 use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
-use super::plan::{as_object, Act, Pair, Planned, Pruner};
+use super::plan::{as_object, Act, Pair, Planned, Pruner, Results};
 use crate::error::{join_index, Error};
 use crate::message::{ContentView, Role, Slot};
 
@@ -21,7 +21,7 @@ impl Pruner<'_, '_> {
                     name: call.name(),
                     id,
                     call: (i, c),
-                    results: Vec::new(),
+                    results: Results::default(),
                     server: false,
                     keep: false,
                     act: Act::Remove,
@@ -51,7 +51,7 @@ impl Pruner<'_, '_> {
         let mut tool_acts: HashMap<usize, usize> = HashMap::default();
         for (p, pair) in pairs.iter().enumerate() {
             call_acts.insert(pair.call, p);
-            for r in &pair.results {
+            for r in pair.results.iter() {
                 tool_acts.insert(r.0, p);
             }
         }

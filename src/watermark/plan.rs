@@ -65,11 +65,77 @@ pub(super) struct Pair<'a> {
     pub(super) name: &'a str,
     pub(super) id: &'a str,
     pub(super) call: (usize, usize),
-    pub(super) results: Vec<(usize, usize)>,
+    pub(super) results: Results,
     pub(super) server: bool,
     /// Must stay whole (excluded, kept last, result at/after the watermark, protected turn).
     pub(super) keep: bool,
     pub(super) act: Act,
+}
+
+/// Where a pair's results are, in the order found: the first inline (a call almost always has
+/// one result), any more in a list (no allocation per pair).
+#[derive(Default)]
+pub(super) struct Results {
+    first: Option<(usize, usize)>,
+    more: Vec<(usize, usize)>,
+}
+
+impl Results {
+    pub(super) fn push(&mut self, at: (usize, usize)) {
+        if self.first.is_none() {
+            self.first = Some(at);
+        } else {
+            self.more.push(at);
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &(usize, usize)> {
+        self.first.iter().chain(self.more.iter())
+    }
+}
+
+/// The acts of every block of the prefix messages, in one list: message `i`'s are
+/// `all[start[i]..start[i + 1]]` (one allocation, not one per message).
+pub(super) struct Acts {
+    start: Vec<usize>,
+    all: Vec<Act>,
+}
+
+impl Acts {
+    /// `Keep` for every block of `views`.
+    pub(super) fn keep_all(views: &[MessageView<'_>]) -> Acts {
+        let mut start = Vec::with_capacity(views.len() + 1);
+        let mut n = 0;
+        start.push(0);
+        for v in views {
+            n += v.blocks().len();
+            start.push(n);
+        }
+        Acts {
+            start,
+            all: vec![Act::Keep; n],
+        }
+    }
+
+    /// Message `i`'s acts (none past the end).
+    pub(super) fn of(&self, i: usize) -> &[Act] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.all[a..b],
+            _ => &[],
+        }
+    }
+
+    /// The act of block `b` of message `i`.
+    pub(super) fn get_mut(&mut self, i: usize, b: usize) -> Option<&mut Act> {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&end)) if a + b < end => self.all.get_mut(a + b),
+            _ => None,
+        }
+    }
 }
 
 /// Plans the watermark over raw messages. The hosts' entry points call this.
@@ -422,10 +488,10 @@ impl<'a> Pruner<'a, '_> {
 }
 
 /// Applies pair decisions to the per-block acts.
-pub(super) fn apply_pairs(pairs: &[Pair<'_>], acts: &mut [Vec<Act>]) {
+pub(super) fn apply_pairs(pairs: &[Pair<'_>], acts: &mut Acts) {
     for pair in pairs {
         for &(i, b) in std::iter::once(&pair.call).chain(pair.results.iter()) {
-            if let Some(slot) = acts.get_mut(i).and_then(|a| a.get_mut(b)) {
+            if let Some(slot) = acts.get_mut(i, b) {
                 *slot = pair.act;
             }
         }
