@@ -67,14 +67,15 @@ fn measure_with(text: &str) -> (usize, usize) {
     let mut i = 0;
     while i < n {
         let len = (n - i).min(64);
-        let mut padded = [0u8; 64];
+        let mut padded = [b'!'; 64];
         let block = match bytes
             .get(i..i + 64)
             .and_then(|b| <&[u8; 64]>::try_from(b).ok())
         {
             Some(block) => block,
             None => {
-                // The tail: zero padding (one-byte runs, never counted).
+                // The tail: padding of `!` (one-byte runs, never counted; not a control
+                // character, which would make the masks take their second pass).
                 padded[..len].copy_from_slice(&bytes[i..i + len]);
                 &padded
             }
@@ -126,25 +127,30 @@ struct Masks {
 }
 
 impl Masks {
-    /// The masks with wasm SIMD: sixteen bytes per compare, `i8x16.bitmask` to gather.
+    /// The masks with wasm SIMD: sixteen bytes per compare, `i8x16.bitmask` to gather. Letters
+    /// are one range on `b | 0x20` (capitals are letters that are not lower case); tabs and
+    /// line breaks, which compact JSON has none of, take a second pass only when the block has a
+    /// control character.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    #[inline]
+    #[inline(always)]
     fn of(block: &[u8; 64]) -> Masks {
         use core::arch::wasm32::{
-            u64x2, u8x16_bitmask, u8x16_eq, u8x16_lt, u8x16_splat, u8x16_sub, v128, v128_or,
+            i8x16_lt, u64x2, u8x16_add, u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_or,
         };
-        let mut m = Masks {
-            high: 0,
-            digit: 0,
-            lower: 0,
-            upper: 0,
-            blank: 0,
-            newline: 0,
-            space: 0,
-        };
+        // `lo <= b < lo + count` as one signed compare: `b + (0x80 - lo)` wraps the range to
+        // the bottom of the signed bytes.
         let in_range = |v: v128, lo: u8, count: u8| {
-            u8x16_bitmask(u8x16_lt(u8x16_sub(v, u8x16_splat(lo)), u8x16_splat(count)))
+            u8x16_bitmask(i8x16_lt(
+                u8x16_add(v, u8x16_splat(0x80u8.wrapping_sub(lo))),
+                u8x16_splat(0x80u8.wrapping_add(count)),
+            ))
         };
+        let mut high = 0u64;
+        let mut digit = 0u64;
+        let mut letter = 0u64;
+        let mut lower = 0u64;
+        let mut space = 0u64;
+        let mut control = 0u64;
         for (k, chunk) in block.chunks_exact(16).enumerate() {
             let mut lo = [0u8; 8];
             let mut hi = [0u8; 8];
@@ -152,20 +158,40 @@ impl Masks {
             hi.copy_from_slice(&chunk[8..]);
             let v = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
             let shift = 16 * k;
-            let space = u8x16_eq(v, u8x16_splat(b' '));
-            let newline = v128_or(
-                u8x16_eq(v, u8x16_splat(b'\n')),
-                u8x16_eq(v, u8x16_splat(b'\r')),
-            );
-            m.high |= u64::from(u8x16_bitmask(v)) << shift;
-            m.digit |= u64::from(in_range(v, b'0', 10)) << shift;
-            m.upper |= u64::from(in_range(v, b'A', 26)) << shift;
-            m.lower |= u64::from(in_range(v, b'a', 26)) << shift;
-            m.blank |= u64::from(in_range(v, b'\t', 5) | u8x16_bitmask(space)) << shift;
-            m.space |= u64::from(u8x16_bitmask(space)) << shift;
-            m.newline |= u64::from(u8x16_bitmask(newline)) << shift;
+            high |= u64::from(u8x16_bitmask(v)) << shift;
+            digit |= u64::from(in_range(v, b'0', 10)) << shift;
+            letter |= u64::from(in_range(v128_or(v, u8x16_splat(0x20)), b'a', 26)) << shift;
+            lower |= u64::from(in_range(v, b'a', 26)) << shift;
+            space |= u64::from(u8x16_bitmask(u8x16_eq(v, u8x16_splat(b' ')))) << shift;
+            control |= u64::from(in_range(v, 0, 0x20)) << shift;
         }
-        m
+        let (mut blank, mut newline) = (space, 0u64);
+        if control != 0 {
+            // Tabs and line breaks (none in compact JSON): their masks in a second pass.
+            for (k, chunk) in block.chunks_exact(16).enumerate() {
+                let mut lo = [0u8; 8];
+                let mut hi = [0u8; 8];
+                lo.copy_from_slice(&chunk[..8]);
+                hi.copy_from_slice(&chunk[8..]);
+                let v = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
+                let shift = 16 * k;
+                let breaks = v128_or(
+                    u8x16_eq(v, u8x16_splat(b'\n')),
+                    u8x16_eq(v, u8x16_splat(b'\r')),
+                );
+                blank |= u64::from(in_range(v, b'\t', 5)) << shift;
+                newline |= u64::from(u8x16_bitmask(breaks)) << shift;
+            }
+        }
+        Masks {
+            high,
+            digit,
+            lower,
+            upper: letter & !lower,
+            blank,
+            newline,
+            space,
+        }
     }
 
     /// The masks in portable SWAR, eight bytes per word.
@@ -258,7 +284,15 @@ impl Masks {
         let caps = self.upper & counted;
         let inner_upper = caps & letter << 1;
         if inner_upper.count_ones() > 3 || caps & caps << 1 != 0 {
-            let mut runs = letter_starts & counted;
+            // Only the runs with an inner capital can change: spread the inner capitals back
+            // to their runs' starts (a segmented prefix over the letter runs, six steps).
+            let mut marked = inner_upper;
+            let mut pass = letter;
+            for step in [1u32, 2, 4, 8, 16, 32] {
+                marked |= pass & (marked >> step);
+                pass &= pass >> step;
+            }
+            let mut runs = letter_starts & counted & marked;
             while runs != 0 {
                 let start = runs.trailing_zeros();
                 runs &= runs - 1;
