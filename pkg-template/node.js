@@ -41,6 +41,10 @@ const host = {
     return readResponse(response, file, path, onProgress);
   },
   defaultSource: (file) => ({ path: defaults[file] }),
+  /** A string's UTF-16 code units into wasm memory (applyWatermarkJson's input): a copy. */
+  writeUtf16(text, buffer, byteOffset) {
+    Buffer.from(buffer, byteOffset, 2 * text.length).write(text, 0, 'utf16le');
+  },
   /** The model engine's wasm module (condense_embed_bg.wasm), instantiated on first use. */
   async engine() {
     if (!engineReady) {

@@ -5,6 +5,8 @@
 //! much faster than walking objects field by field from wasm). On the object path, messages
 //! the call leaves alone are returned as the very objects the caller passed in.
 
+use std::cell::RefCell;
+
 use js_sys::{Array, Object, Reflect, JSON};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -17,6 +19,7 @@ use crate::compress::{
 use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, ValidateOptions};
+use crate::watermark::utf16::utf16_to_utf8;
 use crate::watermark::{plan_json, write_plan, Parsed, Planned, WatermarkOptions, WatermarkState};
 
 mod retrieve;
@@ -201,6 +204,66 @@ pub fn watermark_json_parts(
         ("stats", to_js(&plan.stats)?),
         ("warnings", to_js(&plan.warnings)?),
     ])
+}
+
+thread_local! {
+    /// The text of the next [`watermark_json_parts_utf16`] call as UTF-16 code units (written
+    /// by JS at the address [`watermark_input`] returns) and the buffer for its UTF-8 form.
+    /// Kept between calls: once they are large enough, a call allocates nothing for its input.
+    static UTF16_INPUT: RefCell<(Vec<u16>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Room for `units` UTF-16 code units of input to [`watermark_json_parts_utf16`]: its byte
+/// address in the module's memory ([`wasm_memory`]).
+#[wasm_bindgen(js_name = watermarkInput)]
+pub fn watermark_input(units: usize) -> usize {
+    UTF16_INPUT.with(|buffers| {
+        let mut buffers = buffers.borrow_mut();
+        if buffers.0.len() < units {
+            buffers.0.resize(units, 0);
+        }
+        buffers.0.as_mut_ptr() as usize
+    })
+}
+
+/// The module's memory (`WebAssembly.Memory`), for writing input where [`watermark_input`] says.
+#[wasm_bindgen(js_name = wasmMemory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+/// [`watermark_json_parts`] on the text JS wrote as `units` UTF-16 code units at
+/// `watermarkInput(units)`: Node copies a string's code units much faster than it encodes them
+/// to UTF-8 (see [`crate::watermark::utf16`]). Encoded here as `TextEncoder` would.
+#[wasm_bindgen(js_name = watermarkJsonPartsUtf16)]
+pub fn watermark_json_parts_utf16(
+    units: usize,
+    state: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
+    // Taken out for the call (a call made meanwhile, from a toJSON of the options, gets buffers
+    // of its own).
+    let (input, mut text) = UTF16_INPUT.with(|buffers| std::mem::take(&mut *buffers.borrow_mut()));
+    let result = match input.get(..units) {
+        Some(written) => {
+            utf16_to_utf8(written, &mut text);
+            match std::str::from_utf8(&text) {
+                Ok(json) => watermark_json_parts(json, state, options),
+                Err(e) => Err(js_error(Error::new(
+                    ErrorKind::Internal,
+                    "json",
+                    e.to_string(),
+                ))),
+            }
+        }
+        None => Err(js_error(Error::new(
+            ErrorKind::Internal,
+            "json",
+            "no input was written (call watermarkInput first)",
+        ))),
+    };
+    UTF16_INPUT.with(|buffers| *buffers.borrow_mut() = (input, text));
+    result
 }
 
 /// The UTF-16 length of `text`: one unit per character (every byte that is not a UTF-8

@@ -40,6 +40,7 @@ mod anthropic;
 mod openai;
 mod options;
 mod plan;
+pub(crate) mod utf16;
 
 pub use options::{WatermarkOptions, WatermarkState, DEFAULT_CHECKPOINT_TOOLS};
 pub use plan::{plan_watermark, Planned, WatermarkPlan};
