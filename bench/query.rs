@@ -5,7 +5,13 @@
 //! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]
 //!     [--segment N --efc N --efs N --heuristic on|off [--vectors-only 1]   (to tune the graphs)
 //!     [--vectors bench/out/minilm_real.f32 [--minilm-only 1]]   (real MiniLM vectors, see below)
+//!     [--dump FILE]   (every timed index's outputs, to compare two builds)
 //! ```
+//!
+//! `--dump FILE` writes, for every whole-query index (both tables), the outputs of a fixed set
+//! of queries under a few option sets (defaults, `topN` 20, lexical only, dense only, no
+//! compression) as JSON lines: the candidates (`Index::candidates`: ids and score bits) and the
+//! whole `QueryOutput`. Two builds (before/after a change) must write identical files.
 //!
 //! Two parts, each printed as a table:
 //!
@@ -249,6 +255,7 @@ fn minilm_queries(
         }
         let calls = model_calls.load(std::sync::atomic::Ordering::Relaxed) - before;
         assert_eq!(calls, nq, "every query ran the model once");
+        dump(&index, &embedder, pool, nq, 12, "minilm");
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
         println!(
             "| {} | {} | {build:.1} | {p50:.3} | {p95:.3} |",
@@ -258,6 +265,86 @@ fn minilm_queries(
         rows_json.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "p50": p50, "p95": p95}));
     }
     json.insert("minilmQuery".into(), rows_json.into());
+}
+
+/// With `--dump FILE`: appends the outputs of `nq` fixed queries (the timed ones' words) under
+/// several option sets to FILE (see the module docs).
+fn dump(index: &Index, embedder: &Embedder, pool: &[String], nq: usize, words: usize, tag: &str) {
+    use std::io::Write;
+    let Some(path) = arg("--dump") else {
+        return;
+    };
+    let sets: Vec<(&str, QueryOptions)> = vec![
+        ("default", QueryOptions::default()),
+        (
+            "top20",
+            QueryOptions {
+                top_n: 20,
+                dense_weight: Some(1.0),
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "lexical",
+            QueryOptions {
+                dense_weight: Some(0.0),
+                candidates: 300,
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "dense",
+            QueryOptions {
+                lexical_weight: 0.0,
+                dense_weight: Some(1.0),
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "plain",
+            QueryOptions {
+                min_score: 0.0,
+                ngram_threshold: 1.0,
+                similarity_threshold: 1.0,
+                max_chunks_per_doc: 0,
+                truncate: false,
+                top_n: 50,
+                dense_weight: Some(0.5),
+                candidates: 40,
+                ..QueryOptions::default()
+            },
+        ),
+    ];
+    let mut file = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        Ok(f) => std::io::BufWriter::new(f),
+        Err(e) => panic!("{path}: {e}"),
+    };
+    for i in 0..nq {
+        let q = &pool[(i * 7919) % pool.len()];
+        let mut q: String = q.split(' ').take(words).collect::<Vec<_>>().join(" ");
+        if words == 12 {
+            q = q.trim_end_matches('.').to_string() + "?";
+        }
+        for (name, options) in &sets {
+            let cands: Vec<(String, u32)> = match index.candidates(&q, options, embedder) {
+                Ok(c) => c
+                    .into_iter()
+                    .map(|c| (c.chunk_id, c.score.to_bits()))
+                    .collect(),
+                Err(e) => panic!("{e}"),
+            };
+            let out = match index.query(&q, options, embedder) {
+                Ok(o) => serde_json::to_value(o).unwrap_or_default(),
+                Err(e) => panic!("{e}"),
+            };
+            let line = serde_json::json!({"tag": tag, "chunks": index.chunks(), "q": q, "options": name, "candidates": cands, "output": out});
+            let _ = writeln!(file, "{line}");
+        }
+    }
 }
 
 fn arg(name: &str) -> Option<String> {
@@ -405,6 +492,7 @@ fn main() {
             ms.push(t.elapsed().as_secs_f64() * 1e3);
             assert!(out.is_ok());
         }
+        dump(&index, &e, &pool, nq, 8, "lexical");
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
         println!(
             "| {} | {build:.1} | {:.0} | {:.0} | {deser:.1} | {p50:.3} | {p95:.3} |",
