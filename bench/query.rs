@@ -201,6 +201,11 @@ fn minilm_queries(
     assert_eq!(identity.model_sha256.as_deref(), Some(MINILM_SHA256));
     let model_calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let calls = model_calls.clone();
+    // --breakdown: query vectors computed beforehand (so stages can be timed without the model).
+    let cache: Arc<std::sync::Mutex<HashMap<String, Vector>>> = Arc::default();
+    let cached = cache.clone();
+    let minilm = Arc::new(minilm);
+    let model = minilm.clone();
     let embedder = Embedder::external(
         EmbedderIdentity { ..identity },
         None,
@@ -218,8 +223,11 @@ fn minilm_queries(
                         }
                     }
                     if found == 0 {
+                        if let Some(v) = cached.lock().ok().and_then(|c| c.get(*text).copied()) {
+                            return Ok(v);
+                        }
                         calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return minilm.embed_one(text);
+                        return model.embed_one(text);
                     }
                     normalize(&mut v);
                     Ok::<Vector, condense::Error>(v)
@@ -256,6 +264,9 @@ fn minilm_queries(
         let calls = model_calls.load(std::sync::atomic::Ordering::Relaxed) - before;
         assert_eq!(calls, nq, "every query ran the model once");
         dump(&index, &embedder, pool, nq, 12, "minilm");
+        if arg("--breakdown").is_some() {
+            breakdown(&index, &embedder, &minilm, &cache, pool, nq);
+        }
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
         println!(
             "| {} | {} | {build:.1} | {p50:.3} | {p95:.3} |",
@@ -265,6 +276,106 @@ fn minilm_queries(
         rows_json.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "p50": p50, "p95": p95}));
     }
     json.insert("minilmQuery".into(), rows_json.into());
+}
+
+/// `--breakdown 1`: where a whole MiniLM query's time goes, stage by stage (medians over the
+/// queries): the model alone, then, with the query vector cached, the candidates of the lexical
+/// side alone, of the dense side alone, of both, result compression of the fused candidates, and
+/// the whole query without the model.
+#[cfg(feature = "embed")]
+fn breakdown(
+    index: &Index,
+    embedder: &Embedder,
+    minilm: &Embedder,
+    cache: &std::sync::Mutex<std::collections::HashMap<String, condense::embed::Vector>>,
+    pool: &[String],
+    nq: usize,
+) {
+    use condense::retrieve::results::compress_results;
+    let defaults = QueryOptions::default();
+    let lexical = QueryOptions {
+        dense_weight: Some(0.0),
+        ..QueryOptions::default()
+    };
+    let dense = QueryOptions {
+        lexical_weight: 0.0,
+        ..QueryOptions::default()
+    };
+    let mut ms: Vec<Vec<f64>> = vec![Vec::new(); 6];
+    let mut tokens: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut time = |i: usize, t: Instant| ms[i].push(t.elapsed().as_secs_f64() * 1e3);
+    for i in 0..nq {
+        let q = &pool[(i * 7919) % pool.len()];
+        let q: String = q.split(' ').take(12).collect::<Vec<_>>().join(" ");
+        let q = q.trim_end_matches('.').to_string() + "?";
+        if let Some(t) = minilm.tokenizer() {
+            *tokens.entry(t.count(&q)).or_default() += 1;
+        }
+        let t = Instant::now();
+        let v = minilm.embed_one(&q);
+        time(0, t);
+        if let (Ok(v), Ok(mut c)) = (v, cache.lock()) {
+            c.insert(q.clone(), v);
+        }
+        let t = Instant::now();
+        let _ = index.candidates(&q, &lexical, embedder);
+        time(1, t);
+        let t = Instant::now();
+        let _ = index.candidates(&q, &dense, embedder);
+        time(2, t);
+        let t = Instant::now();
+        let cands = index
+            .candidates(&q, &defaults, embedder)
+            .unwrap_or_default();
+        time(3, t);
+        let t = Instant::now();
+        let _ = compress_results(cands, &q, &defaults, embedder);
+        time(4, t);
+        let t = Instant::now();
+        let _ = index.query(&q, &defaults, embedder);
+        time(5, t);
+        // For a profiler: BREAKDOWN_REPEAT=STAGE repeats one stage (1-5 above) 20 more times.
+        let repeat: usize = std::env::var("BREAKDOWN_REPEAT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        for _ in 0..if repeat > 0 { 20 } else { 0 } {
+            match repeat {
+                1 => drop(index.candidates(&q, &lexical, embedder)),
+                2 => drop(index.candidates(&q, &dense, embedder)),
+                3 => drop(index.candidates(&q, &defaults, embedder)),
+                4 => {
+                    let cands = index
+                        .candidates(&q, &defaults, embedder)
+                        .unwrap_or_default();
+                    drop(compress_results(cands, &q, &defaults, embedder));
+                }
+                _ => drop(index.query(&q, &defaults, embedder)),
+            }
+        }
+    }
+    let names = [
+        "model (embed_one)",
+        "candidates, lexical side only",
+        "candidates, dense side only (cached vector)",
+        "candidates, both (cached vector)",
+        "compress_results",
+        "query() without the model (cached vector)",
+    ];
+    if let Ok(mut c) = cache.lock() {
+        c.clear();
+    }
+    println!(
+        "\nBreakdown at {} chunks (p50 / p95 ms); query tokens (with [CLS]/[SEP]): count {tokens:?}",
+        index.chunks()
+    );
+    for (name, m) in names.iter().zip(&mut ms) {
+        println!(
+            "- {name}: {:.3} / {:.3}",
+            percentile(m, 0.5),
+            percentile(m, 0.95)
+        );
+    }
 }
 
 /// With `--dump FILE`: appends the outputs of `nq` fixed queries (the timed ones' words) under
