@@ -6,7 +6,13 @@
 //!     [--segment N --efc N --efs N --heuristic on|off [--vectors-only 1]   (to tune the graphs)
 //!     [--vectors bench/out/minilm_real.f32 [--minilm-only 1]]   (real MiniLM vectors, see below)
 //!     [--dump FILE]   (every timed index's outputs, to compare two builds)
+//!     [--breakdown 1]   (with --vectors: a MiniLM query's time stage by stage)
 //! ```
+//!
+//! `--breakdown 1` (with `--features embed` and `--vectors`) prints, per size, the p50/p95 of the
+//! model alone and, with the query vector cached, of the candidates of each side, of both, of
+//! result compression and of the whole query without the model, and the queries' token counts.
+//! `BREAKDOWN_REPEAT=N` (1-5) repeats one of those stages 20 more times per query, for `perf`.
 //!
 //! `--dump FILE` writes, for every whole-query index (both tables), the outputs of a fixed set
 //! of queries under a few option sets (defaults, `topN` 20, lexical only, dense only, no
