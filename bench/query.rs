@@ -5,7 +5,19 @@
 //! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]
 //!     [--segment N --efc N --efs N --heuristic on|off [--vectors-only 1]   (to tune the graphs)
 //!     [--vectors bench/out/minilm_real.f32 [--minilm-only 1]]   (real MiniLM vectors, see below)
+//!     [--dump FILE]   (every timed index's outputs, to compare two builds)
+//!     [--breakdown 1]   (with --vectors: a MiniLM query's time stage by stage)
 //! ```
+//!
+//! `--breakdown 1` (with `--features embed` and `--vectors`) prints, per size, the p50/p95 of the
+//! model alone and, with the query vector cached, of the candidates of each side, of both, of
+//! result compression and of the whole query without the model, and the queries' token counts.
+//! `BREAKDOWN_REPEAT=N` (1-5) repeats one of those stages 20 more times per query, for `perf`.
+//!
+//! `--dump FILE` writes, for every whole-query index (both tables), the outputs of a fixed set
+//! of queries under a few option sets (defaults, `topN` 20, lexical only, dense only, no
+//! compression) as JSON lines: the candidates (`Index::candidates`: ids and score bits) and the
+//! whole `QueryOutput`. Two builds (before/after a change) must write identical files.
 //!
 //! Two parts, each printed as a table:
 //!
@@ -195,6 +207,11 @@ fn minilm_queries(
     assert_eq!(identity.model_sha256.as_deref(), Some(MINILM_SHA256));
     let model_calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let calls = model_calls.clone();
+    // --breakdown: query vectors computed beforehand (so stages can be timed without the model).
+    let cache: Arc<std::sync::Mutex<HashMap<String, Vector>>> = Arc::default();
+    let cached = cache.clone();
+    let minilm = Arc::new(minilm);
+    let model = minilm.clone();
     let embedder = Embedder::external(
         EmbedderIdentity { ..identity },
         None,
@@ -212,8 +229,11 @@ fn minilm_queries(
                         }
                     }
                     if found == 0 {
+                        if let Some(v) = cached.lock().ok().and_then(|c| c.get(*text).copied()) {
+                            return Ok(v);
+                        }
                         calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return minilm.embed_one(text);
+                        return model.embed_one(text);
                     }
                     normalize(&mut v);
                     Ok::<Vector, condense::Error>(v)
@@ -249,6 +269,10 @@ fn minilm_queries(
         }
         let calls = model_calls.load(std::sync::atomic::Ordering::Relaxed) - before;
         assert_eq!(calls, nq, "every query ran the model once");
+        dump(&index, &embedder, pool, nq, 12, "minilm");
+        if arg("--breakdown").is_some() {
+            breakdown(&index, &embedder, &minilm, &cache, pool, nq);
+        }
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
         println!(
             "| {} | {} | {build:.1} | {p50:.3} | {p95:.3} |",
@@ -258,6 +282,186 @@ fn minilm_queries(
         rows_json.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "p50": p50, "p95": p95}));
     }
     json.insert("minilmQuery".into(), rows_json.into());
+}
+
+/// `--breakdown 1`: where a whole MiniLM query's time goes, stage by stage (medians over the
+/// queries): the model alone, then, with the query vector cached, the candidates of the lexical
+/// side alone, of the dense side alone, of both, result compression of the fused candidates, and
+/// the whole query without the model.
+#[cfg(feature = "embed")]
+fn breakdown(
+    index: &Index,
+    embedder: &Embedder,
+    minilm: &Embedder,
+    cache: &std::sync::Mutex<std::collections::HashMap<String, condense::embed::Vector>>,
+    pool: &[String],
+    nq: usize,
+) {
+    use condense::retrieve::results::compress_results;
+    let defaults = QueryOptions::default();
+    let lexical = QueryOptions {
+        dense_weight: Some(0.0),
+        ..QueryOptions::default()
+    };
+    let dense = QueryOptions {
+        lexical_weight: 0.0,
+        ..QueryOptions::default()
+    };
+    let mut ms: Vec<Vec<f64>> = vec![Vec::new(); 6];
+    let mut tokens: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut time = |i: usize, t: Instant| ms[i].push(t.elapsed().as_secs_f64() * 1e3);
+    for i in 0..nq {
+        let q = &pool[(i * 7919) % pool.len()];
+        let q: String = q.split(' ').take(12).collect::<Vec<_>>().join(" ");
+        let q = q.trim_end_matches('.').to_string() + "?";
+        if let Some(t) = minilm.tokenizer() {
+            *tokens.entry(t.count(&q)).or_default() += 1;
+        }
+        let t = Instant::now();
+        let v = minilm.embed_one(&q);
+        time(0, t);
+        if let (Ok(v), Ok(mut c)) = (v, cache.lock()) {
+            c.insert(q.clone(), v);
+        }
+        let t = Instant::now();
+        let _ = index.candidates(&q, &lexical, embedder);
+        time(1, t);
+        let t = Instant::now();
+        let _ = index.candidates(&q, &dense, embedder);
+        time(2, t);
+        let t = Instant::now();
+        let cands = index
+            .candidates(&q, &defaults, embedder)
+            .unwrap_or_default();
+        time(3, t);
+        let t = Instant::now();
+        let _ = compress_results(cands, &q, &defaults, embedder);
+        time(4, t);
+        let t = Instant::now();
+        let _ = index.query(&q, &defaults, embedder);
+        time(5, t);
+        // For a profiler: BREAKDOWN_REPEAT=STAGE repeats one stage (1-5 above) 20 more times.
+        let repeat: usize = std::env::var("BREAKDOWN_REPEAT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        for _ in 0..if repeat > 0 { 20 } else { 0 } {
+            match repeat {
+                1 => drop(index.candidates(&q, &lexical, embedder)),
+                2 => drop(index.candidates(&q, &dense, embedder)),
+                3 => drop(index.candidates(&q, &defaults, embedder)),
+                4 => {
+                    let cands = index
+                        .candidates(&q, &defaults, embedder)
+                        .unwrap_or_default();
+                    drop(compress_results(cands, &q, &defaults, embedder));
+                }
+                _ => drop(index.query(&q, &defaults, embedder)),
+            }
+        }
+    }
+    let names = [
+        "model (embed_one)",
+        "candidates, lexical side only",
+        "candidates, dense side only (cached vector)",
+        "candidates, both (cached vector)",
+        "compress_results",
+        "query() without the model (cached vector)",
+    ];
+    if let Ok(mut c) = cache.lock() {
+        c.clear();
+    }
+    println!(
+        "\nBreakdown at {} chunks (p50 / p95 ms); query tokens (with [CLS]/[SEP]): count {tokens:?}",
+        index.chunks()
+    );
+    for (name, m) in names.iter().zip(&mut ms) {
+        println!(
+            "- {name}: {:.3} / {:.3}",
+            percentile(m, 0.5),
+            percentile(m, 0.95)
+        );
+    }
+}
+
+/// With `--dump FILE`: appends the outputs of `nq` fixed queries (the timed ones' words) under
+/// several option sets to FILE (see the module docs).
+fn dump(index: &Index, embedder: &Embedder, pool: &[String], nq: usize, words: usize, tag: &str) {
+    use std::io::Write;
+    let Some(path) = arg("--dump") else {
+        return;
+    };
+    let sets: Vec<(&str, QueryOptions)> = vec![
+        ("default", QueryOptions::default()),
+        (
+            "top20",
+            QueryOptions {
+                top_n: 20,
+                dense_weight: Some(1.0),
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "lexical",
+            QueryOptions {
+                dense_weight: Some(0.0),
+                candidates: 300,
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "dense",
+            QueryOptions {
+                lexical_weight: 0.0,
+                dense_weight: Some(1.0),
+                ..QueryOptions::default()
+            },
+        ),
+        (
+            "plain",
+            QueryOptions {
+                min_score: 0.0,
+                ngram_threshold: 1.0,
+                similarity_threshold: 1.0,
+                max_chunks_per_doc: 0,
+                truncate: false,
+                top_n: 50,
+                dense_weight: Some(0.5),
+                candidates: 40,
+                ..QueryOptions::default()
+            },
+        ),
+    ];
+    let mut file = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        Ok(f) => std::io::BufWriter::new(f),
+        Err(e) => panic!("{path}: {e}"),
+    };
+    for i in 0..nq {
+        let q = &pool[(i * 7919) % pool.len()];
+        let mut q: String = q.split(' ').take(words).collect::<Vec<_>>().join(" ");
+        if words == 12 {
+            q = q.trim_end_matches('.').to_string() + "?";
+        }
+        for (name, options) in &sets {
+            let cands: Vec<(String, u32)> = match index.candidates(&q, options, embedder) {
+                Ok(c) => c
+                    .into_iter()
+                    .map(|c| (c.chunk_id, c.score.to_bits()))
+                    .collect(),
+                Err(e) => panic!("{e}"),
+            };
+            let out = match index.query(&q, options, embedder) {
+                Ok(o) => serde_json::to_value(o).unwrap_or_default(),
+                Err(e) => panic!("{e}"),
+            };
+            let line = serde_json::json!({"tag": tag, "chunks": index.chunks(), "q": q, "options": name, "candidates": cands, "output": out});
+            let _ = writeln!(file, "{line}");
+        }
+    }
 }
 
 fn arg(name: &str) -> Option<String> {
@@ -405,6 +609,7 @@ fn main() {
             ms.push(t.elapsed().as_secs_f64() * 1e3);
             assert!(out.is_ok());
         }
+        dump(&index, &e, &pool, nq, 8, "lexical");
         let (p50, p95) = (percentile(&mut ms, 0.5), percentile(&mut ms, 0.95));
         println!(
             "| {} | {build:.1} | {:.0} | {:.0} | {deser:.1} | {p50:.3} | {p95:.3} |",

@@ -3,7 +3,10 @@
 //! src/embed/model.rs does, then times, interleaved in one run, (A) the symbolic plan on REAL
 //! tokens (what single texts ran on before the length buckets) and (B) a plan with `batch = 1`
 //! and `sequence = BUCKET` concretized, on REAL tokens padded (masked) to BUCKET, and prints
-//! B/A. With `PROFILE=1` also a per-operator profile of both (`BY_NODE=1`: per node).
+//! B/A. With `PROFILE=1` also a per-operator profile of both (`BY_NODE=1`: per node). `STATE=1`:
+//! A is the specialised plan run on one reused state (measured: no gain over `run`).
+//! `CHECK=12,16,18,24`: whether padding changes the hidden states bit for bit (it does, by
+//! ~2e-6: changing the bucket list changes query vectors in the last bits).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -92,6 +95,78 @@ fn profile(label: &str, plan: &Arc<TypedRunnableModel>, seq: usize) {
     }
 }
 
+/// `CHECK=12,16,18,24 tract_profile`: whether padding is invisible bit for bit: for every real
+/// length up to the largest plan, the hidden states of the real tokens from each plan at least
+/// that long (batch 1, padded and masked) are compared with those of the symbolic plan run
+/// unpadded; prints the lengths and plans that differ (none: any bucket list gives the same
+/// vectors).
+fn check(
+    typed: &TypedModel,
+    sym_plan: &Arc<TypedRunnableModel>,
+    lens: &[usize],
+) -> TractResult<()> {
+    let mut plans = Vec::new();
+    for &len in lens {
+        let mut subs = HashMap::new();
+        subs.insert(typed.sym("batch"), TDim::Val(1));
+        subs.insert(typed.sym("sequence"), TDim::Val(len as i64));
+        let mut m = typed.set_symbols(&subs)?;
+        m.optimize()?;
+        plans.push((len, m.into_runnable()?));
+    }
+    let max = lens.iter().copied().max().unwrap_or(0);
+    let mut differ = 0;
+    for real in 2..=max {
+        for trial in 0..3u64 {
+            let mut x = (real as u64 * 7919 + trial) | 1;
+            let ids: Vec<i64> = (0..real)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    match i {
+                        0 => 101,
+                        _ if i + 1 == real => 102,
+                        _ => 1000 + (x % 28000) as i64,
+                    }
+                })
+                .collect();
+            let run = |plan: &Arc<TypedRunnableModel>, len: usize| -> TractResult<Vec<f32>> {
+                let mut i = ids.clone();
+                let mut mask = vec![1i64; real];
+                i.resize(len, 0);
+                mask.resize(len, 0);
+                let out = plan.run(tvec![
+                    Tensor::from_shape(&[1, len], &i)?.into(),
+                    Tensor::from_shape(&[1, len], &mask)?.into(),
+                    Tensor::from_shape(&[1, len], &vec![0i64; len])?.into(),
+                ])?;
+                let v = out[0].try_as_plain_ram()?.as_slice::<f32>()?[..real * 384].to_vec();
+                Ok(v)
+            };
+            let want = run(sym_plan, real)?;
+            for (len, plan) in plans.iter().filter(|(len, _)| *len >= real) {
+                let got = run(plan, *len)?;
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                if !same {
+                    differ += 1;
+                    let diff = got
+                        .iter()
+                        .zip(&want)
+                        .map(|(a, b)| (a - b).abs())
+                        .fold(0f32, f32::max);
+                    println!("real {real} trial {trial}: plan {len} differs (max {diff:e})");
+                }
+            }
+        }
+    }
+    println!("check {lens:?}: {differ} differences");
+    Ok(())
+}
+
 fn main() -> TractResult<()> {
     let seq: usize = std::env::args()
         .nth(1)
@@ -108,6 +183,10 @@ fn main() -> TractResult<()> {
     let mut sym = typed.clone();
     sym.optimize()?;
     let sym_plan = sym.clone().into_runnable()?;
+    if let Ok(lens) = std::env::var("CHECK") {
+        let lens: Vec<usize> = lens.split(',').filter_map(|s| s.parse().ok()).collect();
+        return check(&typed, &sym_plan, &lens);
+    }
     let mut subs = HashMap::new();
     subs.insert(typed.sym("batch"), TDim::Val(1));
     if std::env::var("BATCH_ONLY").is_err() {
@@ -152,9 +231,16 @@ fn main() -> TractResult<()> {
         ]
     };
     let (mut a_ms, mut b_ms) = (Vec::new(), Vec::new());
+    // STATE=1: A is the specialised plan too, run on one reused state instead of `run`.
+    let reuse = std::env::var("STATE").is_ok();
+    let mut state = conc_plan.spawn()?;
     for _ in 0..300 {
         let t = Instant::now();
-        sym_plan.run(padded(real, real))?;
+        if reuse {
+            state.run(padded(real, seq))?;
+        } else {
+            sym_plan.run(padded(real, real))?;
+        }
         a_ms.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         conc_plan.run(padded(real, seq))?;

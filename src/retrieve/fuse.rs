@@ -63,24 +63,29 @@ pub fn rrf_grouped(
     k: f32,
     group: &dyn Fn(u32) -> u32,
 ) -> Vec<(u32, f32)> {
-    use std::collections::BTreeMap;
-    // Per list: own rank of each slot, best rank of each group.
-    let mut own: Vec<BTreeMap<u32, usize>> = Vec::with_capacity(lists.len());
-    let mut best: Vec<BTreeMap<u32, usize>> = Vec::with_capacity(lists.len());
-    let mut union: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    use crate::text::hash::FastMap;
+    // Per list: own rank of each slot, best rank of each group (hash maps: only looked up,
+    // their order never reaches the output). The union of the slots, ascending.
+    let mut own: Vec<FastMap<u32, usize>> = Vec::with_capacity(lists.len());
+    let mut best: Vec<FastMap<u32, usize>> = Vec::with_capacity(lists.len());
+    let mut union: Vec<u32> = Vec::new();
     for list in lists {
-        let mut o = BTreeMap::new();
-        let mut b = BTreeMap::new();
+        let mut o = FastMap::default();
+        let mut b = FastMap::default();
         if list.weight > 0.0 {
+            o.reserve(list.slots.len());
+            b.reserve(list.slots.len());
             for (rank, &slot) in list.slots.iter().enumerate() {
                 o.entry(slot).or_insert(rank + 1);
                 b.entry(group(slot)).or_insert(rank + 1);
-                union.insert(slot);
+                union.push(slot);
             }
         }
         own.push(o);
         best.push(b);
     }
+    union.sort_unstable();
+    union.dedup();
     let mut out: Vec<(u32, f32, usize)> = union
         .into_iter()
         .map(|slot| {

@@ -610,8 +610,9 @@ impl Index {
         );
         fused.truncate(k.min(compression_pool(options.top_n)));
 
-        let lex_score: BTreeMap<u32, f32> = lexical.into_iter().collect();
-        let dense_score: BTreeMap<u32, f32> = dense.into_iter().collect();
+        // Looked up only (their order never reaches the output).
+        let lex_score: crate::text::hash::FastMap<u32, f32> = lexical.into_iter().collect();
+        let dense_score: crate::text::hash::FastMap<u32, f32> = dense.into_iter().collect();
         let scale = match self.identity.kind {
             EmbedderKind::MiniLm => DenseScale::MINILM,
             EmbedderKind::Lexical => DenseScale::LEXICAL,

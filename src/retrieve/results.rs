@@ -64,7 +64,6 @@ use super::options::QueryOptions;
 use super::Chunk;
 use crate::embed::Embedder;
 use crate::error::{read_json, read_value, Error, ErrorKind};
-use crate::text::hash::fnv1a;
 use crate::text::measure;
 
 /// What marks a truncated result's end (seed 003's convention).
@@ -540,6 +539,54 @@ fn reduction_percent(before: usize, after: usize) -> f64 {
 /// The sorted, distinct hashes of the word `n`-shingles of `text` (Unicode words,
 /// lower-cased). A text of fewer than `n` words is one shingle; a text without words has none.
 pub fn shingles(text: &str, n: usize) -> Vec<u64> {
+    // Every word lower-cased into one buffer (ASCII words in place, the others through
+    // `str::to_lowercase`, which is what lower-casing an ASCII word amounts to), then each
+    // window hashed straight from the buffer: FNV-1a of the words, each followed by a 0 byte.
+    let mut lower = String::with_capacity(text.len());
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    for word in text.unicode_words() {
+        let start = lower.len();
+        if word.is_ascii() {
+            lower.push_str(word);
+            if let Some(w) = lower.get_mut(start..) {
+                w.make_ascii_lowercase();
+            }
+        } else {
+            lower.push_str(&word.to_lowercase());
+        }
+        words.push((start, lower.len()));
+    }
+    if words.is_empty() {
+        return Vec::new();
+    }
+    let bytes = lower.as_bytes();
+    let n = n.clamp(1, words.len());
+    let mut out: Vec<u64> = words
+        .windows(n)
+        .map(|w| {
+            let mut h = FNV_OFFSET;
+            for &(start, end) in w {
+                for &b in bytes.get(start..end).unwrap_or_default() {
+                    h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+                }
+                h = h.wrapping_mul(FNV_PRIME); // the 0 byte: h ^ 0 == h
+            }
+            h
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// FNV-1a 64 ([`crate::text::hash::fnv1a`]'s constants), for hashing a shingle without copying it.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// [`shingles`] as first written (a `String` per word, a buffer per window): what it must
+/// equal.
+#[cfg(test)]
+fn shingles_reference(text: &str, n: usize) -> Vec<u64> {
     let words: Vec<String> = text.unicode_words().map(str::to_lowercase).collect();
     if words.is_empty() {
         return Vec::new();
@@ -553,7 +600,7 @@ pub fn shingles(text: &str, n: usize) -> Vec<u64> {
                 bytes.extend_from_slice(word.as_bytes());
                 bytes.push(0);
             }
-            fnv1a(&bytes)
+            crate::text::hash::fnv1a(&bytes)
         })
         .collect();
     out.sort_unstable();
@@ -590,8 +637,11 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
     // An inverted index of the kept results' shingles: a candidate is compared only with the
     // kept results it shares a shingle with, and the intersection sizes come from the postings
     // (the same Jaccard values as `jaccard`, without a merge per pair). Lookups only: the
-    // iteration order of the map never reaches the output.
-    let mut postings: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    // iteration order of the map never reaches the output. Each shingle's postings are a chain
+    // through `entries` (kept result, next entry), so adding one allocates nothing.
+    const END: usize = usize::MAX;
+    let mut head: crate::text::hash::FastMap<u64, usize> = Default::default();
+    let mut entries: Vec<(usize, usize)> = Vec::new();
     let mut kept: Vec<(&Candidate, usize)> = Vec::with_capacity(items.len());
     let mut common: Vec<usize> = Vec::new();
     for c in items {
@@ -599,12 +649,12 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
         common.clear();
         common.resize(kept.len(), 0);
         for h in &s {
-            if let Some(list) = postings.get(h) {
-                for &k in list {
-                    if let Some(n) = common.get_mut(k) {
-                        *n += 1;
-                    }
+            let mut e = head.get(h).copied().unwrap_or(END);
+            while let Some(&(k, next)) = entries.get(e) {
+                if let Some(n) = common.get_mut(k) {
+                    *n += 1;
                 }
+                e = next;
             }
         }
         let duplicate = kept.iter().zip(&common).any(|((_, len), &both)| {
@@ -618,8 +668,12 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
         });
         if !duplicate {
             let k = kept.len();
+            head.reserve(s.len());
+            entries.reserve(s.len());
             for &h in &s {
-                postings.entry(h).or_default().push(k);
+                let e = entries.len();
+                let next = head.insert(h, e).unwrap_or(END);
+                entries.push((k, next));
             }
             kept.push((c, s.len()));
         }
@@ -879,6 +933,30 @@ mod tests {
     }
 
     // --- stage 2: n-gram near-duplicates (seed 003: Jaccard, threshold 0.7, before semantic)
+
+    #[test]
+    fn shingles_equal_the_reference() {
+        let texts = [
+            "",
+            "one",
+            "One two",
+            "The Quick brown fox, jumps over the lazy dog. THE QUICK BROWN FOX!",
+            "ΣΊΣΥΦΟΣ and ὈΔΥΣΣΕΎΣ met İstanbul's DŽungla ǅ at 3.14 o'clock",
+            "mixed ÀÉÎ àéî Straße STRASSE ﬁne 東京 タワー 🙂 x_y foo-bar",
+            "a b a b a b",
+        ];
+        for text in texts {
+            for n in 0..6 {
+                assert_eq!(
+                    shingles(text, n),
+                    shingles_reference(text, n),
+                    "{text:?} n={n}"
+                );
+            }
+        }
+        let long = words(7, 300);
+        assert_eq!(shingles(&long, 3), shingles_reference(&long, 3));
+    }
 
     #[test]
     fn shingles_and_jaccard() {
