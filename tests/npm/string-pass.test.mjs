@@ -105,3 +105,28 @@ test('long non-ASCII strings survive a round trip through the package', async ()
   const back = uncompress(JSON.parse(out.json), JSON.parse(out.verbatim));
   assert.equal(JSON.stringify(back), json);
 });
+
+test('applyWatermarkJson reads texts of every kind of character at every block offset (Node: UTF-16 in, SIMD to UTF-8)', async () => {
+  const { applyWatermarkJson, applyWatermark } = await import(new URL('pkg/node.js', root).href);
+  const chars = ['a', 'é', '中', '😀', '\u007f', '\u0080', '\u07ff', '\u0800', '\uffff', '"', '\\', '\n'];
+  const next = rng(7);
+  for (let round = 0; round < 40; round++) {
+    // Plain ASCII up to a random offset (around the 64-unit blocks), then mixed characters.
+    let text = 'x'.repeat(Math.floor(next() * 200));
+    while (text.length < 300) text += chars[Math.floor(next() * chars.length)];
+    const messages = [
+      { role: 'user', content: text },
+      { role: 'assistant', content: [{ type: 'tool_use', id: `t${round}`, name: 'read', input: { path: text.slice(0, 40) } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `t${round}`, content: text }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: `c${round}`, name: 'compress_to_checkpoint', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `c${round}`, content: 'ok' }] },
+      { role: 'assistant', content: text },
+    ];
+    const json = JSON.stringify(messages);
+    const fromText = applyWatermarkJson(json, null);
+    assert.equal(fromText.json, JSON.stringify(applyWatermark(messages, null).messages), `round ${round}`);
+    // Not found: the text comes back as it was.
+    const plain = JSON.stringify([messages[0], messages[5]]);
+    assert.equal(applyWatermarkJson(plain, null).json, plain);
+  }
+});
