@@ -262,9 +262,17 @@ pub fn watermark_json_parts_utf16(
             "no input was written (call watermarkInput first)",
         ))),
     };
-    UTF16_INPUT.with(|buffers| *buffers.borrow_mut() = (input, text));
+    // Kept for the next call unless they are large (a rare huge input should not hold its
+    // buffers for the life of the module: freed, the allocator reuses the memory).
+    if 2 * input.capacity() + text.capacity() <= UTF16_KEEP_BYTES {
+        UTF16_INPUT.with(|buffers| *buffers.borrow_mut() = (input, text));
+    }
     result
 }
+
+/// The most memory [`UTF16_INPUT`]'s buffers keep between calls (a 10k-message history of
+/// 7 MB needs ~21 MB).
+const UTF16_KEEP_BYTES: usize = 32 << 20;
 
 /// The UTF-16 length of `text`: one unit per character (every byte that is not a UTF-8
 /// continuation byte starts one), two for a character outside the BMP (a 4-byte lead byte,
