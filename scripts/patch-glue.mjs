@@ -67,21 +67,10 @@ const TAIL = `    if (offset !== len) {
 /** wasm-bindgen's function, as generated. */
 export const ORIGINAL = HEAD + TAIL;
 
-// The replacement's head: long strings are encoded by encodeInto; short ones fall through to
-// the loop (and its non-ASCII tail) that follows in the generated function, unchanged.
-const PATCHED_HEAD = `function passStringToWasm0(arg, malloc, realloc) {
-    if (realloc === undefined) {
-        const buf = cachedTextEncoder.encode(arg);
-        const ptr = malloc(buf.length, 1) >>> 0;
-        getUint8ArrayMemory0().subarray(ptr, ptr + buf.length).set(buf);
-        WASM_VECTOR_LEN = buf.length;
-        return ptr;
-    }
-
-    let len = arg.length;
-    let ptr = malloc(len, 1) >>> 0;
-
-    // condense (scripts/patch-glue.mjs): long strings go to encodeInto at once.
+// Inserted before the generated ASCII loop: long strings are encoded by encodeInto at once;
+// short ones fall through to the loop (and its non-ASCII tail), unchanged.
+const ANCHOR = '    const mem = getUint8ArrayMemory0();\n';
+const LONG_STRINGS = `    // condense (scripts/patch-glue.mjs): long strings go to encodeInto at once.
     if (len >= 256) {
         let written = 0;
         let read = 0;
@@ -103,19 +92,10 @@ const PATCHED_HEAD = `function passStringToWasm0(arg, malloc, realloc) {
         return ptr;
     }
 
-    const mem = getUint8ArrayMemory0();
-
-    let offset = 0;
-
-    for (; offset < len; offset++) {
-        const code = arg.charCodeAt(offset);
-        if (code > 0x7F) break;
-        mem[ptr + offset] = code;
-    }
 `;
 
 /** The function that replaces it. */
-export const PATCHED = PATCHED_HEAD + TAIL;
+export const PATCHED = HEAD.replace(ANCHOR, LONG_STRINGS + ANCHOR) + TAIL;
 
 /** Patches each glue file in place (a file already patched is left as it is). */
 export function patch(files) {

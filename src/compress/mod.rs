@@ -487,7 +487,7 @@ pub fn compress_parts(
 ) -> Result<Compressed, Error> {
     let doc = RawDocument::parse(json)?;
     if doc.is_body() {
-        return compress_json_inner(json, options, ctx, None).map(Compressed::Written);
+        return compress_doc(json, &doc, options, ctx, None).map(Compressed::Written);
     }
     let plan = run_cached(&doc.messages, options, ctx, None)?;
     let base = json.as_ptr() as usize;
@@ -527,7 +527,17 @@ fn compress_json_inner(
     ctx: &CompressContext<'_>,
     cache: Option<&mut CompressCache>,
 ) -> Result<CompressJsonOutput, Error> {
-    let doc = RawDocument::parse(json)?;
+    compress_doc(json, &RawDocument::parse(json)?, options, ctx, cache)
+}
+
+/// [`compress_json_inner`] on the document `json` parsed to.
+fn compress_doc(
+    json: &str,
+    doc: &RawDocument<'_>,
+    options: &CompressOptions,
+    ctx: &CompressContext<'_>,
+    cache: Option<&mut CompressCache>,
+) -> Result<CompressJsonOutput, Error> {
     let plan = run_cached(&doc.messages, options, ctx, cache)?;
     let text = doc.write_messages(
         json.len(),

@@ -153,16 +153,8 @@ impl Phrases {
 }
 
 /// Token separators of [`is_secret`] among ASCII characters: white space and `"'`=:,`.
-const SECRET_SEPARATOR: [bool; 128] = {
-    let mut t = super::keys::ASCII_WHITESPACE;
-    let seps = b"\"'`=:,";
-    let mut i = 0;
-    while i < seps.len() {
-        t[seps[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
+const SECRET_SEPARATOR: [bool; 128] =
+    super::keys::ascii_table(super::keys::ASCII_WHITESPACE, b"\"'`=:,");
 
 /// Prefixes of API keys and tokens; a token is a key when at least 16 bytes follow one.
 const SECRET_PREFIXES: [&str; 10] = [
@@ -402,11 +394,7 @@ mod tests {
             ),
             seps in proptest::collection::vec("( |=|:|,|\"|'|`|\n|\u{2003}|-|_|;)", 12),
         ) {
-            let mut text = String::new();
-            for (i, w) in words.iter().enumerate() {
-                text.push_str(w);
-                text.push_str(&seps[i % seps.len()]);
-            }
+            let text = crate::text::interleave(&words, &seps);
             proptest::prop_assert_eq!(is_secret(&text, &Phrases::of(&text)), secret_by_split(&text));
         }
     }

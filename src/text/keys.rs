@@ -174,30 +174,23 @@ fn classify_rules(token: &str) -> Option<KeyKind> {
     None
 }
 
-/// Token separators among ASCII characters: white space, quotes, brackets, `,;|*=` and the
-/// backtick.
-const ASCII_SEPARATOR: [bool; 128] = {
-    let mut t = [false; 128];
-    let seps = b" \t\n\x0b\x0c\r\"'()[]{}<>,;|*=`";
+/// A table of ASCII characters for [`pieces`]: `base` with `chars` added.
+pub(crate) const fn ascii_table(base: [bool; 128], chars: &[u8]) -> [bool; 128] {
+    let mut t = base;
     let mut i = 0;
-    while i < seps.len() {
-        t[seps[i] as usize] = true;
+    while i < chars.len() {
+        t[chars[i] as usize] = true;
         i += 1;
     }
     t
-};
+}
 
 /// White space among ASCII characters, as `char::is_whitespace` has it.
-pub(crate) const ASCII_WHITESPACE: [bool; 128] = {
-    let mut t = [false; 128];
-    let ws = b" \t\n\x0b\x0c\r";
-    let mut i = 0;
-    while i < ws.len() {
-        t[ws[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
+pub(crate) const ASCII_WHITESPACE: [bool; 128] = ascii_table([false; 128], b" \t\n\x0b\x0c\r");
+
+/// Token separators among ASCII characters: white space, quotes, brackets, `,;|*=` and the
+/// backtick.
+const ASCII_SEPARATOR: [bool; 128] = ascii_table(ASCII_WHITESPACE, b"\"'()[]{}<>,;|*=`");
 
 /// The non-empty pieces of `text` between separators: `table` decides for ASCII characters,
 /// and beyond ASCII every white-space character separates. The same pieces as

@@ -10,3 +10,17 @@ pub mod sentences;
 pub mod tokens;
 
 pub use tokens::{count_chars, estimate_tokens, measure};
+
+/// Test texts made of generated words, each followed by a separator taken in turn (the
+/// proptests of the scorer and the detectors build their inputs this way).
+#[cfg(test)]
+pub(crate) fn interleave(words: &[String], seps: &[String]) -> String {
+    let mut text = String::new();
+    for (i, w) in words.iter().enumerate() {
+        text.push_str(w);
+        if let Some(sep) = seps.get(i % seps.len().max(1)) {
+            text.push_str(sep);
+        }
+    }
+    text
+}

@@ -442,11 +442,7 @@ mod tests {
             ),
             seps in proptest::collection::vec("( |  |\t|\n|\u{a0}|\u{2028}|, |\\. )", 30),
         ) {
-            let mut text = String::new();
-            for (i, w) in words.iter().enumerate() {
-                text.push_str(w);
-                text.push_str(&seps[i % seps.len()]);
-            }
+            let text = crate::text::interleave(&words, &seps);
             prop_assert_eq!(score_sentence(&text).to_bits(), reference(&text).to_bits(), "{:?}", text);
         }
 

@@ -145,6 +145,14 @@ impl Masks {
                 u8x16_splat(0x80u8.wrapping_add(count)),
             ))
         };
+        // 16 bytes of the block as one vector (read without alignment assumptions).
+        let load = |chunk: &[u8]| {
+            let mut lo = [0u8; 8];
+            let mut hi = [0u8; 8];
+            lo.copy_from_slice(&chunk[..8]);
+            hi.copy_from_slice(&chunk[8..]);
+            u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi))
+        };
         let mut high = 0u64;
         let mut digit = 0u64;
         let mut letter = 0u64;
@@ -152,11 +160,7 @@ impl Masks {
         let mut space = 0u64;
         let mut control = 0u64;
         for (k, chunk) in block.chunks_exact(16).enumerate() {
-            let mut lo = [0u8; 8];
-            let mut hi = [0u8; 8];
-            lo.copy_from_slice(&chunk[..8]);
-            hi.copy_from_slice(&chunk[8..]);
-            let v = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
+            let v = load(chunk);
             let shift = 16 * k;
             high |= u64::from(u8x16_bitmask(v)) << shift;
             digit |= u64::from(in_range(v, b'0', 10)) << shift;
@@ -169,11 +173,7 @@ impl Masks {
         if control != 0 {
             // Tabs and line breaks (none in compact JSON): their masks in a second pass.
             for (k, chunk) in block.chunks_exact(16).enumerate() {
-                let mut lo = [0u8; 8];
-                let mut hi = [0u8; 8];
-                lo.copy_from_slice(&chunk[..8]);
-                hi.copy_from_slice(&chunk[8..]);
-                let v = u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi));
+                let v = load(chunk);
                 let shift = 16 * k;
                 let breaks = v128_or(
                     u8x16_eq(v, u8x16_splat(b'\n')),

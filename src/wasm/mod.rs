@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use crate::compress::{
     bad_count, compress_json_cached, compress_json_in, compress_json_with, compress_parts,
     prepare_context_json, summary_requests_json, uncompress_json, CompressCache, CompressContext,
-    CompressOptions, Compressed, PrepareOptions, TokenCounter,
+    CompressJsonOutput, CompressOptions, Compressed, PrepareOptions, TokenCounter,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, ErrorKind};
@@ -345,17 +345,16 @@ fn compress_json_value(
 ) -> Result<JsValue, JsValue> {
     let options = read_compress_options(&options)?;
     let out = compress_json_with(json, &options, embedder).map_err(js_error)?;
+    json_output_js(out)
+}
+
+/// `{json, verbatim, stats, trace}` of a [`CompressJsonOutput`] (compressJson's result).
+fn json_output_js(out: CompressJsonOutput) -> Result<JsValue, JsValue> {
     result_object(&[
         ("json", out.json.into()),
         ("verbatim", out.verbatim.into()),
         ("stats", to_js(&out.stats)?),
-        (
-            "trace",
-            match &out.trace {
-                Some(t) => to_js(t)?,
-                None => JsValue::UNDEFINED,
-            },
-        ),
+        ("trace", trace_js(&out.trace)?),
     ])
 }
 
@@ -421,7 +420,13 @@ pub fn compress_with_context(
         )));
     }
     let json = stringify(&messages, "messages")?;
-    let out = compress_json_context(&json, options, embedder, use_embedder, count_tokens)?;
+    let out = with_context(
+        &options,
+        embedder,
+        use_embedder,
+        count_tokens,
+        |options, ctx| compress_json_in(&json, options, ctx),
+    )?;
     result_object(&[
         ("messages", JSON::parse(&out.json)?),
         ("verbatim", JSON::parse(&out.verbatim)?),
@@ -440,13 +445,14 @@ pub fn compress_json_with_context(
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
 ) -> Result<JsValue, JsValue> {
-    let out = compress_json_context(json, options, embedder, use_embedder, count_tokens)?;
-    result_object(&[
-        ("json", out.json.into()),
-        ("verbatim", out.verbatim.into()),
-        ("stats", to_js(&out.stats)?),
-        ("trace", trace_js(&out.trace)?),
-    ])
+    let out = with_context(
+        &options,
+        embedder,
+        use_embedder,
+        count_tokens,
+        |options, ctx| compress_json_in(json, options, ctx),
+    )?;
+    json_output_js(out)
 }
 
 /// `compressParts(json, options, embedder, useEmbedder, countTokens?)`: the result of
@@ -468,19 +474,15 @@ pub fn compress_parts_js(
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
 ) -> Result<JsValue, JsValue> {
-    let options = read_compress_options(&options)?;
-    let counter = count_tokens.map(JsCounter);
-    let embedder = use_embedder.then_some(embedder);
-    let ctx = context(embedder, counter.as_ref());
-    let parts = match compress_parts(json, &options, &ctx).map_err(js_error)? {
-        Compressed::Written(out) => {
-            return result_object(&[
-                ("json", out.json.into()),
-                ("verbatim", out.verbatim.into()),
-                ("stats", to_js(&out.stats)?),
-                ("trace", trace_js(&out.trace)?),
-            ])
-        }
+    let compressed = with_context(
+        &options,
+        embedder,
+        use_embedder,
+        count_tokens,
+        |options, ctx| compress_parts(json, options, &ctx),
+    )?;
+    let parts = match compressed {
+        Compressed::Written(out) => return json_output_js(out),
         Compressed::Parts(parts) => parts,
     };
     let keep: Vec<u32> = parts
@@ -516,17 +518,19 @@ pub fn compress_parts_js(
     ])
 }
 
-fn compress_json_context(
-    json: &str,
-    options: JsValue,
+/// Reads the options and builds the call's context (the embedder when `use_embedder`, the
+/// counter when given), then runs `f`: the shared head of the `*With` entries.
+fn with_context<T>(
+    options: &JsValue,
     embedder: &retrieve::WasmEmbedder,
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
-) -> Result<crate::compress::CompressJsonOutput, JsValue> {
-    let options = read_compress_options(&options)?;
+    f: impl FnOnce(&CompressOptions, CompressContext<'_>) -> Result<T, Error>,
+) -> Result<T, JsValue> {
+    let options = read_compress_options(options)?;
     let counter = count_tokens.map(JsCounter);
     let embedder = use_embedder.then_some(embedder);
-    compress_json_in(json, &options, context(embedder, counter.as_ref())).map_err(js_error)
+    f(&options, context(embedder, counter.as_ref())).map_err(js_error)
 }
 
 /// `compressSummaryRequests(json, options, embedder, useEmbedder, countTokens?)`: phase 1 of the
@@ -540,11 +544,13 @@ pub fn compress_summary_requests(
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
 ) -> Result<JsValue, JsValue> {
-    let options = read_compress_options(&options)?;
-    let counter = count_tokens.map(JsCounter);
-    let embedder = use_embedder.then_some(embedder);
-    let requests = summary_requests_json(json, &options, context(embedder, counter.as_ref()))
-        .map_err(js_error)?;
+    let requests = with_context(
+        &options,
+        embedder,
+        use_embedder,
+        count_tokens,
+        |options, ctx| summary_requests_json(json, options, ctx),
+    )?;
     to_js(&requests)
 }
 
