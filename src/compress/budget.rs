@@ -78,8 +78,10 @@ pub(super) fn run(
     query: &Query,
     tok: &Tokens<'_>,
 ) -> Result<Plan, Error> {
+    // Every pass plans the same messages: parsed once, token counts kept.
+    let parsed = super::Parsed::new(raws)?;
     let plan = |raws: &[&RawValue], options: &CompressOptions, tuning: Tuning| {
-        super::plan(raws, options, tuning, query, tok)
+        super::plan_parsed(raws, &parsed, options, tuning, query, tok)
     };
     let hierarchical = options.method == Method::Hierarchical;
     let min_ratio = if hierarchical {
@@ -305,7 +307,7 @@ pub(super) fn run(
         }
         let incomplete = best.as_ref().is_none_or(|(u, _)| *u < total_weight);
         let all = if incomplete {
-            fold_all(raws, options, query, tok, deepest, budget)?
+            fold_all(&plan, raws, options, deepest, budget)?
         } else {
             None
         };
@@ -371,7 +373,7 @@ pub(super) fn run(
             },
         )?;
         if all.stats.tokens_after < best.stats.tokens_after {
-            best = fold_all(raws, options, query, tok, deepest, budget)?.unwrap_or(all);
+            best = fold_all(&plan, raws, options, deepest, budget)?.unwrap_or(all);
             best.stats.escalation = stages.len() + 2;
         }
     }
@@ -380,13 +382,15 @@ pub(super) fn run(
     Ok(best)
 }
 
+/// One pass of the pipeline over the call's messages (parsed once in [`run`]).
+type PlanFn<'f> = dyn Fn(&[&RawValue], &CompressOptions, Tuning) -> Result<Plan, Error> + 'f;
+
 /// Every message but the preserved-role ones folded into one, its values and key tokens
 /// (newest first) filling what the budget leaves: the largest such plan that fits, if any.
 fn fold_all(
+    plan: &PlanFn<'_>,
     raws: &[&RawValue],
     options: &CompressOptions,
-    query: &Query,
-    tok: &Tokens<'_>,
     deepest: Tuning,
     budget: usize,
 ) -> Result<Option<Plan>, Error> {
@@ -395,7 +399,7 @@ fn fold_all(
         fold_chars: Some(chars),
         ..deepest
     };
-    let first = super::plan(raws, options, with(0), query, tok)?;
+    let first = plan(raws, options, with(0))?;
     if first.stats.tokens_after > budget {
         return Ok(None);
     }
@@ -403,7 +407,7 @@ fn fold_all(
     let (mut lo, mut hi) = (0, budget * 8 + 1);
     while lo + 1 < hi {
         let mid = lo + (hi - lo) / 2;
-        let p = super::plan(raws, options, with(mid), query, tok)?;
+        let p = plan(raws, options, with(mid))?;
         if p.stats.tokens_after <= budget {
             lo = mid;
             best = Some(p);

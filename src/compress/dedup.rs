@@ -9,70 +9,122 @@ use super::Unit;
 /// How many newer texts fuzzy dedup compares a text with (the nearest ones).
 const FUZZY_WINDOW: usize = 256;
 
-/// For each unit, the newest later message holding the same text (`similarity: None`) or,
-/// with `fuzzy = Some(threshold)`, a near-duplicate (line Jaccard ≥ threshold, in percent).
-pub(super) fn find(
-    units: &[Unit],
-    values: &[Value],
-    min_chars: usize,
-    fuzzy: Option<f64>,
-) -> Vec<Option<(usize, Option<u32>)>> {
-    let mut found = vec![None; units.len()];
-    let all_texts = all_texts(values);
-    // The newest message holding each text (texts are in message order).
-    let mut newest: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
-    for (m, t) in &all_texts {
-        newest.insert(t.as_str(), *m);
+/// What [`find`] found per unit, kept across the plans of one call: the budget loop plans the
+/// same messages many times, and a unit's result depends only on its message and block (which
+/// fix its text), the conversation, `min_chars` and the fuzzy threshold, all part of the key or
+/// fixed for the memo's life (one parse of the messages).
+#[derive(Default)]
+pub(super) struct DedupMemo {
+    found: std::cell::RefCell<HashMap<MemoKey, Found>>,
+}
+
+/// `(message, block, min_chars, fuzzy threshold bits)`.
+type MemoKey = (usize, Option<usize>, usize, Option<u64>);
+/// The newer message a unit duplicates and, for a near-duplicate, the similarity in percent.
+type Found = Option<(usize, Option<u32>)>;
+
+/// The conversation's texts as dedup targets, built on the first unit that needs them.
+struct Targets<'v> {
+    all_texts: Vec<(usize, &'v str)>,
+    /// The newest message holding each text (texts are in message order).
+    newest: HashMap<&'v str, usize>,
+    /// Each text's set of lines (fuzzy only).
+    line_sets: Vec<HashSet<&'v str>>,
+}
+
+impl<'v> Targets<'v> {
+    fn new(values: &'v [Value], fuzzy: bool) -> Targets<'v> {
+        let all_texts = all_texts(values);
+        let mut newest: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
+        for &(m, t) in &all_texts {
+            newest.insert(t, m);
+        }
+        let line_sets = if fuzzy {
+            all_texts.iter().map(|&(_, t)| line_set(t)).collect()
+        } else {
+            Vec::new()
+        };
+        Targets {
+            all_texts,
+            newest,
+            line_sets,
+        }
     }
-    let line_sets: Vec<HashSet<&str>> = if fuzzy.is_some() {
-        all_texts.iter().map(|(_, t)| line_set(t)).collect()
-    } else {
-        Vec::new()
-    };
-    for (u, unit) in units.iter().enumerate() {
-        if unit.text.chars().count() < min_chars.max(1) {
-            continue;
+
+    /// [`find`]'s answer for one unit.
+    fn find(&self, unit: &Unit, fuzzy: Option<f64>) -> Found {
+        if let Some(&m) = self
+            .newest
+            .get(unit.text.as_str())
+            .filter(|&&m| m > unit.msg)
+        {
+            return Some((m, None));
         }
-        if let Some(&m) = newest.get(unit.text.as_str()).filter(|&&m| m > unit.msg) {
-            found[u] = Some((m, None));
-            continue;
-        }
-        let Some(threshold) = fuzzy else { continue };
+        let threshold = fuzzy?;
         let lines = line_set(&unit.text);
         if lines.len() < 3 {
-            continue;
+            return None;
         }
         // The newest similar text among the nearest newer ones (bounded, so a long history
         // stays linear).
-        let best = all_texts
+        let (m, s) = self
+            .all_texts
             .iter()
-            .zip(&line_sets)
+            .zip(&self.line_sets)
             .rev()
             .filter(|((m, _), _)| *m > unit.msg)
             .take(FUZZY_WINDOW)
             .filter(|((_, t), _)| t.len() * 2 >= unit.text.len() && unit.text.len() * 2 >= t.len())
             .map(|((m, _), set)| (*m, jaccard(&lines, set)))
-            .find(|(_, s)| *s >= threshold);
-        if let Some((m, s)) = best {
-            found[u] = Some((m, Some((s * 100.0).round() as u32)));
+            .find(|(_, s)| *s >= threshold)?;
+        Some((m, Some((s * 100.0).round() as u32)))
+    }
+}
+
+/// For each unit, the newest later message holding the same text (`similarity: None`) or,
+/// with `fuzzy = Some(threshold)`, a near-duplicate (line Jaccard ≥ threshold, in percent).
+/// `memo` keeps the answers for the next plan of the same messages.
+pub(super) fn find(
+    units: &[Unit],
+    values: &[Value],
+    min_chars: usize,
+    fuzzy: Option<f64>,
+    memo: &DedupMemo,
+) -> Vec<Found> {
+    let mut found = vec![None; units.len()];
+    let mut targets: Option<Targets<'_>> = None;
+    let mut memo = memo.found.borrow_mut();
+    for (u, unit) in units.iter().enumerate() {
+        if unit.text.chars().count() < min_chars.max(1) {
+            continue;
         }
+        let key = (unit.msg, unit.block, min_chars, fuzzy.map(f64::to_bits));
+        found[u] = match memo.get(&key) {
+            Some(&f) => f,
+            None => {
+                let t = targets.get_or_insert_with(|| Targets::new(values, fuzzy.is_some()));
+                let f = t.find(unit, fuzzy);
+                memo.insert(key, f);
+                f
+            }
+        };
     }
     found
 }
 
 /// Every text of the conversation with its message index (for dedup targets).
-fn all_texts(values: &[Value]) -> Vec<(usize, String)> {
+fn all_texts(values: &[Value]) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     for (i, v) in values.iter().enumerate() {
         match v.get("content") {
-            Some(Value::String(s)) => out.push((i, s.clone())),
+            Some(Value::String(s)) => out.push((i, s.as_str())),
             Some(Value::Array(blocks)) => {
                 for b in blocks {
                     if let Some(Value::String(t)) = b.get("text") {
-                        out.push((i, t.clone()));
+                        out.push((i, t.as_str()));
                     } else if let Some(Value::String(t)) = b.get("content") {
-                        out.push((i, t.clone()));
+                        out.push((i, t.as_str()));
                     }
                 }
             }

@@ -826,6 +826,40 @@ enum Fate {
 
 const MARKERS: [&str; 5] = ["[summary", "[dup#", "[dup of", "[truncated", "[condense:"];
 
+/// The messages of one plan, parsed: borrowed views and owned values. The budget loop plans the
+/// same messages many times (a bisection per stage), so it parses them once ([`Parsed::new`])
+/// and plans with [`plan_parsed`].
+struct Parsed<'a> {
+    views: Vec<crate::message::MessageView<'a>>,
+    /// Its error is reported where [`plan`] always reported it: after the format and the
+    /// caller's patterns are checked.
+    values: Result<Vec<Value>, Error>,
+    /// [`message_tokens`] of each value, counted on first use (the counter is the call's).
+    counts: std::cell::OnceCell<Vec<usize>>,
+    /// Dedup answers per unit.
+    dedup: dedup::DedupMemo,
+}
+
+impl<'a> Parsed<'a> {
+    fn new(raws: &[&'a RawValue]) -> Result<Parsed<'a>, Error> {
+        let views = views_from_raws(raws)?;
+        let values = raws
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                serde_json::from_str(r.get())
+                    .map_err(|e| Error::json(join_index("messages", i), &e))
+            })
+            .collect::<Result<_, _>>();
+        Ok(Parsed {
+            views,
+            values,
+            counts: std::cell::OnceCell::new(),
+            dedup: dedup::DedupMemo::default(),
+        })
+    }
+}
+
 fn plan(
     raws: &[&RawValue],
     options: &CompressOptions,
@@ -833,16 +867,22 @@ fn plan(
     terms: &Query,
     tok: &Tokens<'_>,
 ) -> Result<Plan, Error> {
-    let views = views_from_raws(raws)?;
-    let format = resolve_format(&views, options.format)?;
+    plan_parsed(raws, &Parsed::new(raws)?, options, tuning, terms, tok)
+}
+
+/// [`plan`] on messages already parsed (`parsed` is [`Parsed::new`] of `raws`).
+fn plan_parsed(
+    raws: &[&RawValue],
+    parsed: &Parsed<'_>,
+    options: &CompressOptions,
+    tuning: Tuning,
+    terms: &Query,
+    tok: &Tokens<'_>,
+) -> Result<Plan, Error> {
+    let views = &parsed.views;
+    let format = resolve_format(views, options.format)?;
     let patterns = options.patterns()?;
-    let values: Vec<Value> = raws
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            serde_json::from_str(r.get()).map_err(|e| Error::json(join_index("messages", i), &e))
-        })
-        .collect::<Result<_, _>>()?;
+    let values: &[Value] = parsed.values.as_ref().map_err(Error::clone)?;
     let n = values.len();
     let mut trace: Vec<Decision> = Vec::new();
     let mut decide = |index: usize, block: Option<usize>, action: &str, reason: String| {
@@ -882,7 +922,7 @@ fn plan(
     // Messages whose tool calls get condensed arguments (the budget's last resort).
     let mut condense = vec![false; n];
     // The oldest messages folded into one summary (the budget's very last resort).
-    let fold = fold_range(&views, options, format, tuning.fold);
+    let fold = fold_range(views, options, format, tuning.fold);
     for (i, view) in views.iter().enumerate() {
         let reason = if fold.contains(&i) {
             None
@@ -978,9 +1018,10 @@ fn plan(
     if (options.dedup || tuning.fuzzy) && tuning.level.ratio > 0.0 {
         let found = dedup::find(
             &units,
-            &values,
+            values,
             options.min_chars,
             tuning.fuzzy.then_some(options.fuzzy_threshold),
+            &parsed.dedup,
         );
         for (fate, dup) in fates.iter_mut().zip(found) {
             if let Some((of, similarity)) = dup {
@@ -1440,7 +1481,9 @@ fn plan(
 
     stats.messages_after = out.len();
     // Each input message counted once: a kept message's count is its count before.
-    let counts: Vec<usize> = values.iter().map(|v| message_tokens(v, tok)).collect();
+    let counts = parsed
+        .counts
+        .get_or_init(|| values.iter().map(|v| message_tokens(v, tok)).collect());
     stats.tokens_before = counts.iter().sum();
     stats.tokens_after = out
         .iter()
