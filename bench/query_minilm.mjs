@@ -19,6 +19,7 @@
 //       (after scripts/build-pkg, with the model files, and the vectors file above)
 import { readFileSync, existsSync, writeFileSync, mkdirSync } from 'node:fs';
 import { Index, externalEmbedder, loadEmbedder } from '../pkg/node.js';
+import { Rng, sentencePool } from './synthetic.mjs';
 
 const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
 const sizes = arg('--sizes', '1000,10000').split(',').map(Number);
@@ -30,36 +31,15 @@ if (!existsSync(vectorsFile)) {
   process.exit(2);
 }
 
-// The sentence pool of bench/query.rs `sentences()`: every sentence over 30 bytes of the dev
-// corpora's texts, split at ". ", ending with one period.
-const pool = [];
-for (const set of ['cisi', 'med']) {
-  for (const line of readFileSync(here(`../../shared/data/ir/${set}/corpus.jsonl`), 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const body = JSON.parse(line).text ?? '';
-    for (const s of body.split('. ')) {
-      if (Buffer.byteLength(s) > 30) pool.push(s.replace(/\.+$/, '') + '.');
-    }
-  }
-}
+const pool = sentencePool();
 const raw = readFileSync(vectorsFile);
 const rows = new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4);
 const nrows = Math.min(pool.length, rows.length / 384);
 const known = new Map();
-for (let i = 0; i < nrows; i++) if (!known.has(pool[i])) known.set(pool[i], i);
+// The last row of a repeated sentence, as bench/query.rs's map keeps it.
+for (let i = 0; i < nrows; i++) known.set(pool[i], i);
 
-// bench/query.rs's generator (xorshift64, seed 42) and `chunk_docs`.
-class Rng {
-  constructor(seed) { this.s = BigInt(seed); }
-  next() {
-    const m = (1n << 64n) - 1n;
-    this.s ^= (this.s << 13n) & m;
-    this.s ^= this.s >> 7n;
-    this.s ^= (this.s << 17n) & m;
-    return this.s;
-  }
-  below(n) { return Number(this.next() % BigInt(Math.max(n, 1))); }
-}
+// bench/query.rs's `chunk_docs`.
 const chunkDocs = (n) => {
   const rng = new Rng(42);
   const docs = [];

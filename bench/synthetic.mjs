@@ -5,19 +5,46 @@ import { existsSync, readFileSync } from 'node:fs';
 
 const here = (p) => new URL(p, import.meta.url).pathname;
 
-/** A corpus generator; `docs(n)` and `questions(n)` draw from one deterministic stream. */
-export function syntheticCorpus() {
+/**
+ * The sentence pool of the dev corpora, in file order, by bench/query.rs's `sentences()` rule:
+ * every piece of a text split at ". " longer than 30 bytes, its trailing periods replaced by one.
+ * (bench/query_minilm.mjs relies on the order: row i of bench/out/minilm_real.f32 is sentence i.)
+ */
+export function sentencePool() {
   const sources = ['../../shared/data/ir/cisi/corpus.jsonl', '../../shared/data/ir/med/corpus.jsonl'].map(here).filter(existsSync);
   if (sources.length === 0) sources.push(here('../tests/fixtures/retrieval/docs.jsonl'));
   const pool = [];
   for (const f of sources) {
     for (const line of readFileSync(f, 'utf8').split('\n')) {
       if (!line.trim()) continue;
-      for (const s of JSON.parse(line).text.split('. ')) if (s.length > 30) pool.push(`${s.replace(/\.$/, '')}.`);
+      for (const s of (JSON.parse(line).text ?? '').split('. ')) {
+        if (Buffer.byteLength(s) > 30) pool.push(`${s.replace(/\.+$/, '')}.`);
+      }
     }
   }
-  let seed = 42n;
-  const next = () => { seed ^= (seed << 13n) & 0xffffffffffffffffn; seed ^= seed >> 7n; seed ^= (seed << 17n) & 0xffffffffffffffffn; return Number(seed % 1000003n); };
+  return pool;
+}
+
+/** bench/query.rs's generator: xorshift64 from `seed`. */
+export class Rng {
+  constructor(seed) { this.s = BigInt(seed); }
+  /** The next 64-bit state, as a BigInt. */
+  next() {
+    const m = 0xffffffffffffffffn;
+    this.s ^= (this.s << 13n) & m;
+    this.s ^= this.s >> 7n;
+    this.s ^= (this.s << 17n) & m;
+    return this.s;
+  }
+  /** bench/query.rs's `below(n)`: the next state modulo `n` (at least 1). */
+  below(n) { return Number(this.next() % BigInt(Math.max(n, 1))); }
+}
+
+/** A corpus generator; `docs(n)` and `questions(n)` draw from one deterministic stream. */
+export function syntheticCorpus() {
+  const pool = sentencePool();
+  const rng = new Rng(42);
+  const next = () => Number(rng.next() % 1000003n);
   return {
     /** `n` documents `{id: 'd<i>', text}` of 4–8 sentences each. */
     docs: (n) => Array.from({ length: n }, (_, i) => {
