@@ -80,9 +80,7 @@ pub(super) fn run(
 ) -> Result<Plan, Error> {
     // Every pass plans the same messages: parsed once, token counts kept.
     let parsed = super::Parsed::new(raws)?;
-    let plan = |raws: &[&RawValue], options: &CompressOptions, tuning: Tuning| {
-        super::plan_parsed(raws, &parsed, options, tuning, query, tok)
-    };
+    let plan = |tuning: Tuning| super::plan_parsed(raws, &parsed, options, tuning, query, tok);
     let hierarchical = options.method == Method::Hierarchical;
     let min_ratio = if hierarchical {
         LEVELS[LEVELS.len() - 1]
@@ -90,17 +88,13 @@ pub(super) fn run(
         MIN_RATIO
     };
     let base = Tuning::base(options);
-    let first = plan(raws, options, base)?;
+    let first = plan(base)?;
     let before = first.stats.tokens_before;
     if before <= options.min_tokens {
-        return plan(
-            raws,
-            options,
-            Tuning {
-                level: Level::NONE,
-                ..base
-            },
-        )
+        return plan(Tuning {
+            level: Level::NONE,
+            ..base
+        })
         .map(|mut p| {
             p.stats.fits = budget(options, before).map(|b| p.stats.tokens_after <= b);
             p
@@ -143,7 +137,7 @@ pub(super) fn run(
         let mut best = first;
         if before > budget && hierarchical {
             for (k, &ratio) in LEVELS.iter().enumerate() {
-                let mut p = plan(raws, options, at(rw, false, 0, ratio))?;
+                let mut p = plan(at(rw, false, 0, ratio))?;
                 if p.stats.tokens_after <= budget {
                     if p.stats.tokens_after > best.stats.tokens_after {
                         p.stats.level = Some(k as u8);
@@ -156,14 +150,10 @@ pub(super) fn run(
             let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
             for _ in 0..SEARCH_STEPS {
                 let mid = (lo + hi) / 2.0;
-                let p = plan(
-                    raws,
-                    options,
-                    Tuning {
-                        importance: true,
-                        ..at(rw, false, 0, mid.exp())
-                    },
-                )?;
+                let p = plan(Tuning {
+                    importance: true,
+                    ..at(rw, false, 0, mid.exp())
+                })?;
                 if p.stats.tokens_after <= budget {
                     lo = mid;
                     if p.stats.tokens_after > best.stats.tokens_after {
@@ -189,27 +179,20 @@ pub(super) fn run(
     // folded) is a candidate, and the one that keeps the most of the tool outputs' values
     // (newest output first) wins: the first stage that fits may have spent the budget on
     // markers and prose. Without tool output the first fitting stage is the result.
-    let weights = tool_value_weights(raws);
+    // The first pass succeeded, so the values parsed.
+    let weights = tool_value_weights(parsed.values.as_deref().unwrap_or(&[]));
     let total_weight: f64 = weights.iter().map(|(_, w)| w).sum();
     let mut candidates: Vec<(f64, Plan)> = Vec::new();
     for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
         let stage = stage + 1;
         // The fewest folded messages that let the smallest ratio fit.
         let mut fold = 0;
-        let mut best = plan(
-            raws,
-            options,
-            at(recency_window, condense_calls, 0, min_ratio),
-        )?;
+        let mut best = plan(at(recency_window, condense_calls, 0, min_ratio))?;
         if best.stats.tokens_after > budget {
             if !may_fold {
                 continue;
             }
-            let most = plan(
-                raws,
-                options,
-                at(recency_window, condense_calls, raws.len(), min_ratio),
-            )?;
+            let most = plan(at(recency_window, condense_calls, raws.len(), min_ratio))?;
             if most.stats.tokens_after > budget {
                 continue;
             }
@@ -217,11 +200,7 @@ pub(super) fn run(
             let (mut lo, mut hi) = (0, raws.len());
             while lo + 1 < hi {
                 let mid = lo + (hi - lo) / 2;
-                let p = plan(
-                    raws,
-                    options,
-                    at(recency_window, condense_calls, mid, min_ratio),
-                )?;
+                let p = plan(at(recency_window, condense_calls, mid, min_ratio))?;
                 if p.stats.tokens_after <= budget {
                     hi = mid;
                     best = p;
@@ -235,11 +214,7 @@ pub(super) fn run(
             // The shallowest level that fits (the deepest one does: `best`).
             best.stats.level = Some((LEVELS.len() - 1) as u8);
             for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
-                let mut p = plan(
-                    raws,
-                    options,
-                    at(recency_window, condense_calls, fold, ratio),
-                )?;
+                let mut p = plan(at(recency_window, condense_calls, fold, ratio))?;
                 if p.stats.tokens_after <= budget {
                     p.stats.level = Some(k as u8);
                     best = p;
@@ -254,11 +229,7 @@ pub(super) fn run(
         let mut ratio = MIN_RATIO;
         for _ in 0..SEARCH_STEPS {
             let mid = (lo + hi) / 2.0;
-            let p = plan(
-                raws,
-                options,
-                at(recency_window, condense_calls, fold, mid.exp()),
-            )?;
+            let p = plan(at(recency_window, condense_calls, fold, mid.exp()))?;
             if p.stats.tokens_after <= budget {
                 lo = mid;
                 ratio = mid.exp();
@@ -276,7 +247,7 @@ pub(super) fn run(
             let (mut lo, mut hi) = (0, budget * 8 + 1);
             while lo + 1 < hi {
                 let mid = lo + (hi - lo) / 2;
-                let p = plan(raws, options, with_chars(mid))?;
+                let p = plan(with_chars(mid))?;
                 if p.stats.tokens_after <= budget {
                     lo = mid;
                     if p.stats.tokens_after >= best.stats.tokens_after {
@@ -307,7 +278,7 @@ pub(super) fn run(
         }
         let incomplete = best.as_ref().is_none_or(|(u, _)| *u < total_weight);
         let all = if incomplete {
-            fold_all(&plan, raws, options, deepest, budget)?
+            fold_all(&plan, deepest, budget)?
         } else {
             None
         };
@@ -331,12 +302,12 @@ pub(super) fn run(
         truncate_oldest: k,
         ..deepest
     };
-    let mut best = plan(raws, options, deepest)?;
+    let mut best = plan(deepest)?;
     let mut k = 1;
     let mut prev = 0;
     let mut found = None;
     while k <= raws.len() * 4 {
-        let p = plan(raws, options, truncating(k))?;
+        let p = plan(truncating(k))?;
         let fits = p.stats.tokens_after <= budget;
         best = p;
         if fits {
@@ -350,7 +321,7 @@ pub(super) fn run(
         // Invariant: truncating `hi` fits; find the smallest.
         while lo + 1 < hi {
             let mid = lo + (hi - lo) / 2;
-            let p = plan(raws, options, truncating(mid))?;
+            let p = plan(truncating(mid))?;
             if p.stats.tokens_after <= budget {
                 hi = mid;
                 best = p;
@@ -363,17 +334,13 @@ pub(super) fn run(
     if best.stats.tokens_after > budget {
         // Nothing else left: every message but the preserved-role ones folded into one.
         // Its key tokens (newest message first) fill what the budget leaves.
-        let all = plan(
-            raws,
-            options,
-            Tuning {
-                fold: usize::MAX,
-                fold_chars: Some(0),
-                ..deepest
-            },
-        )?;
+        let all = plan(Tuning {
+            fold: usize::MAX,
+            fold_chars: Some(0),
+            ..deepest
+        })?;
         if all.stats.tokens_after < best.stats.tokens_after {
-            best = fold_all(&plan, raws, options, deepest, budget)?.unwrap_or(all);
+            best = fold_all(&plan, deepest, budget)?.unwrap_or(all);
             best.stats.escalation = stages.len() + 2;
         }
     }
@@ -382,15 +349,10 @@ pub(super) fn run(
     Ok(best)
 }
 
-/// One pass of the pipeline over the call's messages (parsed once in [`run`]).
-type PlanFn<'f> = dyn Fn(&[&RawValue], &CompressOptions, Tuning) -> Result<Plan, Error> + 'f;
-
 /// Every message but the preserved-role ones folded into one, its values and key tokens
 /// (newest first) filling what the budget leaves: the largest such plan that fits, if any.
 fn fold_all(
-    plan: &PlanFn<'_>,
-    raws: &[&RawValue],
-    options: &CompressOptions,
+    plan: &dyn Fn(Tuning) -> Result<Plan, Error>,
     deepest: Tuning,
     budget: usize,
 ) -> Result<Option<Plan>, Error> {
@@ -399,7 +361,7 @@ fn fold_all(
         fold_chars: Some(chars),
         ..deepest
     };
-    let first = plan(raws, options, with(0))?;
+    let first = plan(with(0))?;
     if first.stats.tokens_after > budget {
         return Ok(None);
     }
@@ -407,7 +369,7 @@ fn fold_all(
     let (mut lo, mut hi) = (0, budget * 8 + 1);
     while lo + 1 < hi {
         let mid = lo + (hi - lo) / 2;
-        let p = plan(raws, options, with(mid))?;
+        let p = plan(with(mid))?;
         if p.stats.tokens_after <= budget {
             lo = mid;
             best = Some(p);
@@ -420,16 +382,13 @@ fn fold_all(
 
 /// The values of the input's tool outputs (see `values.rs`), each with the weight of its
 /// newest output: 1 for the newest tool output, ½ for the one before, ¼ …
-fn tool_value_weights(raws: &[&RawValue]) -> Vec<(String, f64)> {
+fn tool_value_weights(values: &[serde_json::Value]) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut weight = 1.0f64;
-    for raw in raws.iter().rev() {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
-            continue;
-        };
+    for value in values.iter().rev() {
         let tool_role = value.get("role").and_then(serde_json::Value::as_str) == Some("tool");
-        let texts = super::tool_outputs(&value, tool_role);
+        let texts = super::tool_outputs(value, tool_role);
         for text in texts.iter().rev() {
             for v in super::values::tool_values(text) {
                 if seen.insert(v.clone()) {
