@@ -6,7 +6,8 @@
 //!    full-width letters → ASCII), the typographic apostrophe `’` read as `'`. ASCII text skips
 //!    this step (it would not change it).
 //! 2. **Lower-case** (Unicode `to_lowercase`).
-//! 3. **Words**: Unicode word segmentation (UAX #29, `unicode-segmentation`'s `unicode_words`);
+//! 3. **Words**: Unicode word segmentation (UAX #29: `unicode-segmentation`'s `unicode_words`, through
+//!    [`crate::text::words`], which takes ASCII text on a fast path that yields the same words);
 //!    numbers are words and are kept (`1990`, `3.14`).
 //! 4. **Split inside words** (option, on by default): a UAX #29 word such as `foo_bar`, `a.b`,
 //!    `don't` or `v1.2` is split further at every character that is not alphanumeric
@@ -35,7 +36,6 @@ use std::fmt;
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
-use unicode_segmentation::UnicodeSegmentation;
 
 /// NLTK's English stop word list (`nltk.corpus.stopwords.words("english")`, 179 words), sorted
 /// so that membership is a binary search. The BM25 reference numbers of the dev IR sets use it.
@@ -297,7 +297,7 @@ impl Analyzer {
     pub fn terms(&self, text: &str) -> Vec<String> {
         let normalized = normalize(text);
         let mut out = Vec::new();
-        for word in normalized.unicode_words() {
+        for word in crate::text::words::words(&normalized) {
             let lower: Cow<'_, str> = if word.chars().any(char::is_uppercase) {
                 Cow::Owned(word.to_lowercase())
             } else {

@@ -56,6 +56,7 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+#[cfg(test)]
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::classify::{classify, QueryKind};
@@ -539,70 +540,70 @@ fn reduction_percent(before: usize, after: usize) -> f64 {
 /// The sorted, distinct hashes of the word `n`-shingles of `text` (Unicode words,
 /// lower-cased). A text of fewer than `n` words is one shingle; a text without words has none.
 pub fn shingles(text: &str, n: usize) -> Vec<u64> {
-    // Every word lower-cased into one buffer (ASCII words in place, the others through
-    // `str::to_lowercase`, which is what lower-casing an ASCII word amounts to), then each
-    // window hashed straight from the buffer: FNV-1a of the words, each followed by a 0 byte.
-    let mut lower = String::with_capacity(text.len());
-    let mut words: Vec<(usize, usize)> = Vec::new();
-    for word in text.unicode_words() {
-        let start = lower.len();
-        if word.is_ascii() {
-            lower.push_str(word);
-            if let Some(w) = lower.get_mut(start..) {
-                w.make_ascii_lowercase();
-            }
+    // Each word is hashed once (FNV-1a of its lower-case bytes: ASCII words lowered inside the
+    // hash loop, the others through `str::to_lowercase`), then each window's hash combines its
+    // words' hashes in order ([`window_hash`]).
+    let mut hashes: Vec<u64> = Vec::new();
+    for word in crate::text::words::words(text) {
+        let h = if word.is_ascii() {
+            fnv1a_lower(word.as_bytes())
         } else {
-            lower.push_str(&word.to_lowercase());
-        }
-        words.push((start, lower.len()));
+            crate::text::hash::fnv1a(word.to_lowercase().as_bytes())
+        };
+        hashes.push(h);
     }
-    if words.is_empty() {
+    if hashes.is_empty() {
         return Vec::new();
     }
-    let bytes = lower.as_bytes();
-    let n = n.clamp(1, words.len());
-    let mut out: Vec<u64> = words
-        .windows(n)
-        .map(|w| {
-            let mut h = FNV_OFFSET;
-            for &(start, end) in w {
-                for &b in bytes.get(start..end).unwrap_or_default() {
-                    h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
-                }
-                h = h.wrapping_mul(FNV_PRIME); // the 0 byte: h ^ 0 == h
-            }
-            h
-        })
-        .collect();
+    let n = n.clamp(1, hashes.len());
+    let mut out: Vec<u64> = hashes.windows(n).map(window_hash).collect();
     out.sort_unstable();
     out.dedup();
     out
 }
 
-/// FNV-1a 64 ([`crate::text::hash::fnv1a`]'s constants), for hashing a shingle without copying it.
+/// FNV-1a 64 ([`crate::text::hash::fnv1a`]) of the ASCII lower case of `bytes`.
+fn fnv1a_lower(bytes: &[u8]) -> u64 {
+    let mut h = FNV_OFFSET;
+    for &b in bytes {
+        h = (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// One shingle's hash from its words' hashes, in order: a multiply-rotate chain (order
+/// matters: `a b` and `b a` differ) and a final avalanche (MurmurHash3's `fmix64`), so that
+/// distinct shingles collide with probability ~2⁻⁶⁴ per pair.
+fn window_hash(words: &[u64]) -> u64 {
+    let mut h = FNV_OFFSET;
+    for &w in words {
+        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// FNV-1a 64 ([`crate::text::hash::fnv1a`]'s constants), for hashing a word without copying it.
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-/// [`shingles`] as first written (a `String` per word, a buffer per window): what it must
-/// equal.
+/// [`shingles`] written plainly (the crate's word segmentation, a `String` per word): what it
+/// must equal.
 #[cfg(test)]
 fn shingles_reference(text: &str, n: usize) -> Vec<u64> {
     let words: Vec<String> = text.unicode_words().map(str::to_lowercase).collect();
     if words.is_empty() {
         return Vec::new();
     }
-    let n = n.clamp(1, words.len());
-    let mut out: Vec<u64> = words
-        .windows(n)
-        .map(|w| {
-            let mut bytes = Vec::new();
-            for word in w {
-                bytes.extend_from_slice(word.as_bytes());
-                bytes.push(0);
-            }
-            crate::text::hash::fnv1a(&bytes)
-        })
+    let hashes: Vec<u64> = words
+        .iter()
+        .map(|w| crate::text::hash::fnv1a(w.as_bytes()))
         .collect();
+    let n = n.clamp(1, words.len());
+    let mut out: Vec<u64> = hashes.windows(n).map(window_hash).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -644,8 +645,15 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
     let mut entries: Vec<(usize, usize)> = Vec::new();
     let mut kept: Vec<(&Candidate, usize)> = Vec::with_capacity(items.len());
     let mut common: Vec<usize> = Vec::new();
-    for c in items {
-        let s = shingles(&c.content, options.ngram_size);
+    // Every candidate is shingled once; sized up front, the map never grows while filling.
+    let all: Vec<Vec<u64>> = items
+        .iter()
+        .map(|c| shingles(&c.content, options.ngram_size))
+        .collect();
+    let total: usize = all.iter().map(Vec::len).sum();
+    head.reserve(total);
+    entries.reserve(total);
+    for (c, s) in items.into_iter().zip(all) {
         common.clear();
         common.resize(kept.len(), 0);
         for h in &s {
@@ -668,8 +676,6 @@ fn ngram_dedup<'a>(items: Vec<&'a Candidate>, options: &QueryOptions) -> Vec<&'a
         });
         if !duplicate {
             let k = kept.len();
-            head.reserve(s.len());
-            entries.reserve(s.len());
             for &h in &s {
                 let e = entries.len();
                 let next = head.insert(h, e).unwrap_or(END);

@@ -8,6 +8,7 @@ pub mod keys;
 pub mod score;
 pub mod sentences;
 pub mod tokens;
+pub mod words;
 
 pub use tokens::{count_chars, estimate_tokens, measure};
 
