@@ -45,6 +45,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             let options = EmbedOptions {
                 max_tokens: tokens,
                 batch_size: batch,
+                ..EmbedOptions::default()
             };
             let embedder = Embedder::from_bytes_with(&onnx, &tokenizer, options)?;
             if tokens == 16 && batch == 1 {

@@ -7,6 +7,7 @@
 //!     [--vectors bench/out/minilm_real.f32 [--minilm-only 1]]   (real MiniLM vectors, see below)
 //!     [--dump FILE]   (every timed index's outputs, to compare two builds)
 //!     [--breakdown 1]   (with --vectors: a MiniLM query's time stage by stage)
+//!     [--threads 1,2]   (the MiniLM table once per thread count of the model's matmuls)
 //! ```
 //!
 //! `--breakdown 1` (with `--features embed` and `--vectors`) prints, per size, the p50/p95 of the
@@ -181,9 +182,6 @@ fn minilm_queries(
     real: &[Vec<f32>],
     json: &mut serde_json::Map<String, serde_json::Value>,
 ) {
-    use condense::embed::{EmbedderIdentity, EmbedderKind, Vector, MINILM_SHA256};
-    use std::collections::HashMap;
-    use std::sync::Arc;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let (Ok(m), Ok(t)) = (
         std::fs::read(dir.join("model.onnx")),
@@ -191,9 +189,36 @@ fn minilm_queries(
     ) else {
         return;
     };
-    let Ok(minilm) = Embedder::from_bytes(&m, &t) else {
-        return;
-    };
+    // --threads 1,2: the whole table once per thread count of the model's matmuls.
+    let threads: Vec<usize> = arg("--threads")
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1]);
+    for &threads in &threads {
+        let options = condense::embed::EmbedOptions {
+            threads,
+            ..condense::embed::EmbedOptions::default()
+        };
+        let Ok(minilm) = Embedder::from_bytes_with(&m, &t, options) else {
+            return;
+        };
+        minilm_table(sizes, nq, pool, real, json, minilm, threads);
+    }
+}
+
+#[cfg(feature = "embed")]
+/// One table of [`minilm_queries`], with `minilm` (loaded with `threads` matmul threads).
+fn minilm_table(
+    sizes: &[usize],
+    nq: usize,
+    pool: &[String],
+    real: &[Vec<f32>],
+    json: &mut serde_json::Map<String, serde_json::Value>,
+    minilm: Embedder,
+    threads: usize,
+) {
+    use condense::embed::{EmbedderIdentity, EmbedderKind, Vector, MINILM_SHA256};
+    use std::collections::HashMap;
+    use std::sync::Arc;
     let known: Arc<HashMap<String, usize>> = Arc::new(
         pool.iter()
             .enumerate()
@@ -241,7 +266,7 @@ fn minilm_queries(
                 .collect()
         }),
     );
-    println!("\n## Whole query() with MiniLM (real query embedding inside the timing; chunk vectors = means of real sentence vectors)\n");
+    println!("\n## Whole query() with MiniLM, {threads} matmul thread(s) (real query embedding inside the timing; chunk vectors = means of real sentence vectors)\n");
     println!("| chunks | graphs | build s | query p50 ms | p95 ms |");
     println!("|---|---|---|---|---|");
     let mut rows_json = Vec::new();
@@ -281,7 +306,12 @@ fn minilm_queries(
         );
         rows_json.push(serde_json::json!({"chunks": index.chunks(), "buildSec": build, "p50": p50, "p95": p95}));
     }
-    json.insert("minilmQuery".into(), rows_json.into());
+    let key = if threads == 1 {
+        "minilmQuery".to_string()
+    } else {
+        format!("minilmQueryThreads{threads}")
+    };
+    json.insert(key, rows_json.into());
 }
 
 /// `--breakdown 1`: where a whole MiniLM query's time goes, stage by stage (medians over the

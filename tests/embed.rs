@@ -274,6 +274,58 @@ fn a_vector_does_not_depend_on_its_batch() {
 }
 
 #[test]
+fn threads_give_bit_identical_vectors() {
+    // The matmuls' tiles are shared out over the pool, each computed as on one thread: the same
+    // bits for single texts (the specialised plans) and for batches (the symbolic plan).
+    let all = texts();
+    let one = embedder();
+    let pooled = Embedder::from_bytes_with(
+        model_file("model.onnx"),
+        model_file("tokenizer.json"),
+        EmbedOptions {
+            threads: 3,
+            ..EmbedOptions::default()
+        },
+    )
+    .expect("load");
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let batch = &all[..all.len().min(12)];
+    let a = one.embed(batch).expect("embed");
+    let b = pooled.embed(batch).expect("embed");
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(bits(x), bits(y));
+    }
+    for text in all.iter().step_by(7) {
+        let x = one.embed_one(text).expect("embed");
+        let y = pooled.embed_one(text).expect("embed");
+        assert_eq!(bits(&x), bits(&y), "{text:?}");
+    }
+    for bad in [0usize, 65] {
+        let options = EmbedOptions {
+            threads: bad,
+            ..EmbedOptions::default()
+        };
+        let err = Embedder::from_bytes_with(b"", b"", options).err();
+        assert_eq!(
+            err.map(|e| e.kind()),
+            Some(ErrorKind::InvalidOptions),
+            "{bad}"
+        );
+    }
+    let err = EmbedOptions::from_json(r#"{"threads": 0}"#).err();
+    assert_eq!(
+        err.map(|e| e.path().to_string()),
+        Some("options.threads".into())
+    );
+    assert_eq!(
+        EmbedOptions::from_json(r#"{"threads": 2}"#)
+            .map(|o| o.threads)
+            .ok(),
+        Some(2)
+    );
+}
+
+#[test]
 fn identity_names_the_model() {
     let id = embedder().identity();
     assert_eq!(id.kind, EmbedderKind::MiniLm);

@@ -132,6 +132,10 @@ mod cli {
             /// Where the model files are, if the index was built with the model.
             #[arg(long, value_name = "DIR")]
             model_dir: Option<std::path::PathBuf>,
+            /// Threads for the model's matrix products (a question's embedding); the results
+            /// are the same for any count.
+            #[arg(long, value_name = "N", default_value_t = 1)]
+            threads: usize,
         },
     }
 
@@ -145,6 +149,9 @@ mod cli {
         /// Use the lexical fallback embedder (no model files).
         #[arg(long)]
         lexical: bool,
+        /// Threads for the model's matrix products; the vectors are the same for any count.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        threads: usize,
     }
 
     #[derive(Clone, Copy, ValueEnum)]
@@ -213,7 +220,11 @@ mod cli {
                     None => None,
                 };
                 let embedder = if lexical || model_dir.is_some() || model_counter {
-                    match load_embedder(&ModelArgs { model_dir, lexical }) {
+                    match load_embedder(&ModelArgs {
+                        model_dir,
+                        lexical,
+                        threads: 1,
+                    }) {
                         Ok(e) => Some(e),
                         Err(e) => return fatal(&e),
                     }
@@ -250,7 +261,11 @@ mod cli {
                 lexical,
             } => {
                 let embedder = if lexical || model_dir.is_some() {
-                    match load_embedder(&ModelArgs { model_dir, lexical }) {
+                    match load_embedder(&ModelArgs {
+                        model_dir,
+                        lexical,
+                        threads: 1,
+                    }) {
                         Ok(e) => Some(e),
                         Err(e) => return fatal(&e),
                     }
@@ -296,6 +311,7 @@ mod cli {
                 index,
                 options,
                 model_dir,
+                threads,
             } => {
                 let defaults = match parse_object(options.as_deref()) {
                     Ok(d) => d,
@@ -320,6 +336,7 @@ mod cli {
                 let model = ModelArgs {
                     model_dir,
                     lexical: index.identity().kind == condense::embed::EmbedderKind::Lexical,
+                    threads,
                 };
                 match load_embedder(&model) {
                     Ok(embedder) => run(|line| query(line, &index, &embedder, &defaults)),
@@ -565,11 +582,11 @@ mod cli {
             return Ok(Embedder::lexical());
         }
         let dir = model_dir(args);
-        load_model(&dir)
+        load_model(&dir, args.threads)
     }
 
     #[cfg(feature = "embed")]
-    fn load_model(dir: &std::path::Path) -> Result<Embedder, Error> {
+    fn load_model(dir: &std::path::Path, threads: usize) -> Result<Embedder, Error> {
         let read = |name: &str| {
             std::fs::read(dir.join(name)).map_err(|e| {
                 Error::new(
@@ -582,11 +599,15 @@ mod cli {
                 )
             })
         };
-        Embedder::from_bytes(&read("model.onnx")?, &read("tokenizer.json")?)
+        let options = condense::embed::EmbedOptions {
+            threads,
+            ..condense::embed::EmbedOptions::default()
+        };
+        Embedder::from_bytes_with(&read("model.onnx")?, &read("tokenizer.json")?, options)
     }
 
     #[cfg(not(feature = "embed"))]
-    fn load_model(_dir: &std::path::Path) -> Result<Embedder, Error> {
+    fn load_model(_dir: &std::path::Path, _threads: usize) -> Result<Embedder, Error> {
         Err(Error::new(
             ErrorKind::InvalidModel,
             "model",

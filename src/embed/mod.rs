@@ -72,12 +72,21 @@ pub struct EmbedOptions {
     /// Texts per model call. Default 32; 1 disables batching. Larger batches amortise per-call
     /// overhead; texts are grouped by length, so padding stays small.
     pub batch_size: usize,
+    /// Threads for the model's matrix products, natively: each product's output tiles are
+    /// shared out over a pool of this many threads (the embedder's own), each tile computed as
+    /// on one thread, so the vectors are bit-identical whatever the count (tested). Default 1;
+    /// 1..=64. More threads shorten one call (a query's embedding) when cores are free, and
+    /// slow everything when they are not: a server embedding many texts at once does better
+    /// with one thread per embedder. In wasm (one thread) only 1 is accepted: use several
+    /// workers (`createWorker`) instead.
+    pub threads: usize,
 }
 
 #[cfg(feature = "embed")]
 impl EmbedOptions {
-    /// Reads `{maxTokens?, batchSize?}` (JSON text; unknown keys are errors naming them),
-    /// defaults for the rest. `maxTokens` must be 2..=512 and `batchSize` at least 1.
+    /// Reads `{maxTokens?, batchSize?, threads?}` (JSON text; unknown keys are errors naming
+    /// them), defaults for the rest. `maxTokens` must be 2..=512, `batchSize` at least 1 and
+    /// `threads` 1..=64 (1 in wasm).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidOptions`] (or [`ErrorKind::InvalidJson`]) naming the field.
@@ -87,6 +96,7 @@ impl EmbedOptions {
         struct Input {
             max_tokens: Option<usize>,
             batch_size: Option<usize>,
+            threads: Option<usize>,
         }
         let input: Input = crate::error::read_json(json, ErrorKind::InvalidOptions, "options")?;
         let mut options = EmbedOptions::default();
@@ -110,7 +120,32 @@ impl EmbedOptions {
             }
             options.batch_size = b;
         }
+        if let Some(t) = input.threads {
+            options.threads = t;
+            options.check_threads()?;
+        }
         Ok(options)
+    }
+
+    /// `threads` is 1..=64 natively and 1 in wasm.
+    fn check_threads(&self) -> Result<(), Error> {
+        let max = if cfg!(target_arch = "wasm32") { 1 } else { 64 };
+        if (1..=max).contains(&self.threads) {
+            return Ok(());
+        }
+        let reason = if max == 1 {
+            format!(
+                "must be 1 in wasm (one thread per instance; use several workers), got {}",
+                self.threads
+            )
+        } else {
+            format!("must be between 1 and {max}, got {}", self.threads)
+        };
+        Err(Error::new(
+            ErrorKind::InvalidOptions,
+            "options.threads",
+            reason,
+        ))
     }
 }
 
@@ -120,6 +155,7 @@ impl Default for EmbedOptions {
         EmbedOptions {
             max_tokens: TokenizerOptions::default().max_tokens,
             batch_size: 32,
+            threads: 1,
         }
     }
 }
@@ -252,7 +288,8 @@ impl Embedder {
     ///
     /// # Errors
     /// As [`from_bytes`](Embedder::from_bytes); [`ErrorKind::InvalidOptions`] for a
-    /// `max_tokens` outside 2..=512 or a zero `batch_size`.
+    /// `max_tokens` outside 2..=512, a zero `batch_size` or `threads` outside 1..=64 (1 in
+    /// wasm); [`ErrorKind::Internal`] if the thread pool cannot start.
     pub fn from_bytes_with(
         onnx: &[u8],
         tokenizer_json: &[u8],
@@ -296,6 +333,7 @@ impl Embedder {
                 "must be at least 1",
             ));
         }
+        options.check_threads()?;
         let start = crate::clock::now_ms();
         // The tokenizer first: it is cheap and catches a swapped pair of files early.
         let tokenizer = WordPiece::from_json(
@@ -304,7 +342,7 @@ impl Embedder {
                 max_tokens: options.max_tokens,
             },
         )?;
-        let model = model::Model::load(onnx)?;
+        let model = model::Model::load(onnx, options.threads)?;
         let identity = EmbedderIdentity {
             kind: EmbedderKind::MiniLm,
             model_sha256: Some(sha256.map_or_else(|| sha256_hex(onnx), str::to_string)),

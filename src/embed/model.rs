@@ -65,6 +65,9 @@ pub(crate) struct Model {
     output: usize,
     /// Number of constant casts folded at load (for tests and diagnostics).
     pub(crate) casts_folded: usize,
+    /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
+    #[cfg(not(target_arch = "wasm32"))]
+    executor: Option<tract_linalg::multithread::Executor>,
 }
 
 fn invalid(path: &str, reason: impl Into<String>) -> Error {
@@ -72,13 +75,32 @@ fn invalid(path: &str, reason: impl Into<String>) -> Error {
 }
 
 /// tract errors are `anyhow` chains: keep the whole chain, it names the failing node.
+/// The matmuls' thread pool for `threads` > 1 (its own rayon pool, not the global one).
+#[cfg(not(target_arch = "wasm32"))]
+fn thread_pool(threads: usize) -> Result<Option<tract_linalg::multithread::Executor>, Error> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("condense-embed-{i}"))
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Internal, "threads", format!("thread pool: {e}")))?;
+    Ok(Some(tract_linalg::multithread::Executor::MultiThread(
+        Arc::new(pool),
+    )))
+}
+
 fn tract_error(path: &str, what: &str, e: &TractError) -> Error {
     invalid(path, format!("{what}: {e:#}"))
 }
 
 impl Model {
     /// Loads and optimises an ONNX encoder (see the module docs).
-    pub(crate) fn load(onnx: &[u8]) -> Result<Model, Error> {
+    pub(crate) fn load(onnx: &[u8], threads: usize) -> Result<Model, Error> {
+        // One thread in wasm (EmbedOptions::threads is checked to be 1 there).
+        #[cfg(target_arch = "wasm32")]
+        let _ = threads;
         let mut reader = onnx;
         // The graph's `value_info` shape annotations are hints, and the exporter's can be wrong:
         // the default model annotates its attention-mask `Where` as `batch×1×sequence×sequence`
@@ -192,6 +214,8 @@ impl Model {
             inputs,
             output,
             casts_folded,
+            #[cfg(not(target_arch = "wasm32"))]
+            executor: thread_pool(threads)?,
         })
     }
 
@@ -262,7 +286,16 @@ impl Model {
             .filter_map(|i| slots[*i as usize].take())
             .map(TValue::from)
             .collect();
-        let mut outputs = plan.run(inputs).map_err(|e| internal("inference", e))?;
+        #[cfg(not(target_arch = "wasm32"))]
+        let outputs = match &self.executor {
+            Some(pool) => tract_linalg::multithread::multithread_tract_scope(pool.clone(), || {
+                plan.run(inputs)
+            }),
+            None => plan.run(inputs),
+        };
+        #[cfg(target_arch = "wasm32")]
+        let outputs = plan.run(inputs);
+        let mut outputs = outputs.map_err(|e| internal("inference", e))?;
         if self.output >= outputs.len() {
             return Err(Error::new(ErrorKind::Internal, "", "model output missing"));
         }

@@ -543,7 +543,7 @@ pub fn shingles(text: &str, n: usize) -> Vec<u64> {
     // Each word is hashed once (FNV-1a of its lower-case bytes: ASCII words lowered inside the
     // hash loop, the others through `str::to_lowercase`), then each window's hash combines its
     // words' hashes in order ([`window_hash`]).
-    let mut hashes: Vec<u64> = Vec::new();
+    let mut hashes: Vec<u64> = Vec::with_capacity(text.len() / 6 + 1);
     for word in crate::text::words::words(text) {
         let h = if word.is_ascii() {
             fnv1a_lower(word.as_bytes())

@@ -44,9 +44,45 @@ pub enum Words<'a> {
 }
 
 /// Letters, digits and `_`: the ASCII characters that join one another.
+const JOIN: u8 = 1;
+/// A letter (ALetter).
+const LETTER: u8 = 2;
+/// A digit (Numeric).
+const DIGIT: u8 = 4;
+/// Joins two letters: `:`, `.`, `'` (MidLetter, MidNumLet, Single_Quote).
+const MID_LETTER: u8 = 8;
+/// Joins two digits: `,`, `;`, `.`, `'` (MidNum, MidNumLet, Single_Quote).
+const MID_NUM: u8 = 16;
+
+/// The classes of every byte (non-ASCII bytes have none; they never reach the ASCII path).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_alphabetic() {
+            JOIN | LETTER
+        } else if c.is_ascii_digit() {
+            JOIN | DIGIT
+        } else if c == b'_' {
+            JOIN
+        } else if c == b'.' || c == b'\'' {
+            MID_LETTER | MID_NUM
+        } else if c == b':' {
+            MID_LETTER
+        } else if c == b',' || c == b';' {
+            MID_NUM
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
+
 #[inline]
-fn joins(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+fn class(b: u8) -> u8 {
+    CLASS[b as usize]
 }
 
 impl<'a> Iterator for Words<'a> {
@@ -61,7 +97,7 @@ impl<'a> Iterator for Words<'a> {
         loop {
             // A word starts with a letter, a digit or `_`: the middle characters join only
             // between two of those, so they never begin a segment of more than one byte.
-            while *pos < bytes.len() && !joins(bytes[*pos]) {
+            while *pos < bytes.len() && class(bytes[*pos]) & JOIN == 0 {
                 *pos += 1;
             }
             if *pos >= bytes.len() {
@@ -70,8 +106,9 @@ impl<'a> Iterator for Words<'a> {
             let start = *pos;
             let mut alnum = false;
             while let Some(&b) = bytes.get(*pos) {
-                if joins(b) {
-                    alnum |= b != b'_';
+                let c = class(b);
+                if c & JOIN != 0 {
+                    alnum |= c & (LETTER | DIGIT) != 0;
                     *pos += 1;
                     continue;
                 }
@@ -79,12 +116,9 @@ impl<'a> Iterator for Words<'a> {
                 else {
                     break;
                 };
-                let letters = before.is_ascii_alphabetic()
-                    && after.is_ascii_alphabetic()
-                    && matches!(b, b':' | b'.' | b'\'');
-                let digits = before.is_ascii_digit()
-                    && after.is_ascii_digit()
-                    && matches!(b, b',' | b';' | b'.' | b'\'');
+                let (before, after) = (class(before), class(after));
+                let letters = before & after & LETTER != 0 && c & MID_LETTER != 0;
+                let digits = before & after & DIGIT != 0 && c & MID_NUM != 0;
                 if letters || digits {
                     *pos += 1;
                 } else {
