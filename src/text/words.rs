@@ -135,6 +135,7 @@ impl<'a> Iterator for Words<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
     fn both(text: &str) -> (Vec<&str>, Vec<&str>) {
@@ -167,6 +168,8 @@ mod tests {
         assert_eq!(fast, crate_words);
     }
 
+    // proptest is a native-only dev-dependency (the lib's unit tests also build for wasm32).
+    #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
         #[test]
