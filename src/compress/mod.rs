@@ -884,6 +884,21 @@ fn plan_parsed(
     let patterns = options.patterns()?;
     let values: &[Value] = parsed.values.as_ref().map_err(Error::clone)?;
     let n = values.len();
+    // Each message's tokens ([`message_tokens`]), counted once per parse: the stats read them
+    // all, and the size guard reuses the count of a unit that is a message's whole text.
+    let counts: &[usize] = parsed
+        .counts
+        .get_or_init(|| values.iter().map(|v| message_tokens(v, tok)).collect());
+    let unit_tokens = |unit: &Unit| -> usize {
+        // A unit without a block is its message's string content, which is the message's
+        // whole text for `message_tokens` unless the message also carries tool calls.
+        let whole = unit.block.is_none()
+            && !matches!(values[unit.msg].get("tool_calls"), Some(Value::Array(c)) if !c.is_empty());
+        match counts.get(unit.msg) {
+            Some(&c) if whole => c,
+            _ => tok.count(&unit.text),
+        }
+    };
     let mut trace: Vec<Decision> = Vec::new();
     let mut decide = |index: usize, block: Option<usize>, action: &str, reason: String| {
         trace.push(Decision {
@@ -1402,7 +1417,7 @@ fn plan_parsed(
                     reason,
                 }) => {
                     let text = format!("[summary#{id}: {full}]");
-                    let text = if tok.count(&text) < tok.count(&unit.text) {
+                    let text = if tok.count(&text) < unit_tokens(unit) {
                         text
                     } else {
                         format!("[summary#{id}: {compact}]")
@@ -1421,7 +1436,7 @@ fn plan_parsed(
                 continue;
             };
             // Size guard: only when shorter in tokens.
-            if tok.count(&text) >= tok.count(&unit.text) {
+            if tok.count(&text) >= unit_tokens(unit) {
                 decide(i, unit.block, "preserved", "summary not shorter".into());
                 continue;
             }
@@ -1436,10 +1451,7 @@ fn plan_parsed(
                         &body,
                         &text,
                         (i, unit.block, views[i].role.as_ref(), kind),
-                        (
-                            &|s: &str| format!("[summary#{id}: {s}]"),
-                            tok.count(&unit.text),
-                        ),
+                        (&|s: &str| format!("[summary#{id}: {s}]"), unit_tokens(unit)),
                         tok,
                         &mut stats,
                     ) {
@@ -1481,9 +1493,6 @@ fn plan_parsed(
 
     stats.messages_after = out.len();
     // Each input message counted once: a kept message's count is its count before.
-    let counts = parsed
-        .counts
-        .get_or_init(|| values.iter().map(|v| message_tokens(v, tok)).collect());
     stats.tokens_before = counts.iter().sum();
     stats.tokens_after = out
         .iter()
