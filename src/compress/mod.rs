@@ -838,6 +838,24 @@ struct Parsed<'a> {
     counts: std::cell::OnceCell<Vec<usize>>,
     /// Dedup answers per unit.
     dedup: dedup::DedupMemo,
+    /// The 8-digit id of each message range that became one summary or fold, by
+    /// `(start, end)`: the same on every pass of the budget loop, and FNV-1a over the raw
+    /// messages is a serial chain of multiplications (a tenth of a budgeted call's time).
+    ids: std::cell::RefCell<hash::FastMap<(usize, usize), String>>,
+}
+
+impl Parsed<'_> {
+    /// [`hash::short_id`] of `raws[range]` (the raws this was parsed from), cut to 8 digits.
+    fn range_id(&self, raws: &[&RawValue], range: std::ops::Range<usize>) -> String {
+        let key = (range.start, range.end);
+        if let Some(id) = self.ids.borrow().get(&key) {
+            return id.clone();
+        }
+        let mut id = hash::short_id(raws.get(range).unwrap_or_default().iter().map(|r| r.get()));
+        id.truncate(8);
+        self.ids.borrow_mut().insert(key, id.clone());
+        id
+    }
 }
 
 impl<'a> Parsed<'a> {
@@ -856,6 +874,7 @@ impl<'a> Parsed<'a> {
             values,
             counts: std::cell::OnceCell::new(),
             dedup: dedup::DedupMemo::default(),
+            ids: std::cell::RefCell::default(),
         })
     }
 }
@@ -1235,8 +1254,7 @@ fn plan_parsed(
     let mut i = 0;
     while i < n {
         if i == fold.start && !fold.is_empty() {
-            let id = hash::short_id(fold.clone().map(|g| raws[g].get()));
-            let id = id[..8].to_string();
+            let id = parsed.range_id(raws, fold.clone());
             // What the next turn most likely needs first: the values of the folded tool
             // outputs, newest first, then the key tokens of every folded message, newest first.
             let mut chars = 0;
@@ -1298,8 +1316,7 @@ fn plan_parsed(
             end += 1;
         }
         let group: Vec<usize> = (i..end).collect();
-        let id = hash::short_id(group.iter().map(|&g| raws[g].get()));
-        let id = id[..8].to_string();
+        let id = parsed.range_id(raws, i..end);
         if group.len() > 1 {
             // One summary of the whole run.
             let joined: String = group
