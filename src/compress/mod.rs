@@ -1290,7 +1290,7 @@ fn plan_parsed(
             } else {
                 format!("[summary#{id} {body}]")
             };
-            let before: usize = texts_tokens(fold.clone().map(|g| &values[g]), tok);
+            let before: usize = counts.get(fold.clone()).unwrap_or_default().iter().sum();
             if tok.count(&text) >= before {
                 // Size guard: the run stays as it is.
                 for g in fold.clone() {
@@ -1342,7 +1342,7 @@ fn plan_parsed(
                 body
             };
             let mut marker = format!("[summary#{id}: {body} ({} messages merged)]", group.len());
-            let before: usize = group.iter().map(|g| message_tokens(&values[*g], tok)).sum();
+            let before: usize = group.iter().filter_map(|&g| counts.get(g)).sum();
             if tok.count(&marker) < before
                 && (options.min_confidence <= 0.0
                     || confidence(&body, &joined) >= options.min_confidence)
@@ -1936,11 +1936,6 @@ pub fn confidence(summary: &str, original: &str) -> f64 {
         .filter(|k| keys::contains_token(summary, k))
         .count();
     kept as f64 / all.len() as f64
-}
-
-/// Estimated tokens of messages' texts.
-fn texts_tokens<'a>(messages: impl Iterator<Item = &'a Value>, tok: &Tokens<'_>) -> usize {
-    messages.map(|m| message_tokens(m, tok)).sum()
 }
 
 /// The argument object of a condensed tool call.
