@@ -912,7 +912,10 @@ fn plan_parsed(
         // A unit without a block is its message's string content, which is the message's
         // whole text for `message_tokens` unless the message also carries tool calls.
         let whole = unit.block.is_none()
-            && !matches!(values[unit.msg].get("tool_calls"), Some(Value::Array(c)) if !c.is_empty());
+            && !matches!(
+                values.get(unit.msg).and_then(|v| v.get("tool_calls")),
+                Some(Value::Array(c)) if !c.is_empty()
+            );
         match counts.get(unit.msg) {
             Some(&c) if whole => c,
             _ => tok.count(&unit.text),
