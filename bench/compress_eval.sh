@@ -6,7 +6,10 @@
 #   bench/compress_eval.sh [config …]     configs: default budget budget-query (default: all three)
 #   env: EVAL_DIR (a writable copy of ../shared/eval, made and `npm ci`-ed if missing; /tmp/eval),
 #        CONDENSE (the binary; default $CARGO_TARGET_DIR/release/condense, built if missing),
-#        SETS (default: sharegpt_dev tool_sessions_dev_openai tool_sessions_dev_anthropic),
+#        SETS (default: sharegpt_dev tool_sessions_dev_openai tool_sessions_dev_anthropic; a set
+#        named <set>_next is made from <set> by compress_next_turn.ts: the prefix before the last
+#        user turn, that turn as the query, and the keys its reply reuses from the old part as
+#        the metric's QA questions — where budget vs budget-query shows what a query adds),
 #        BUDGET_RATIO (0.25), CONDENSE_ARGS (extra arguments of `condense compress`, e.g. --lexical)
 # Outputs and score JSON go to $EVAL_DIR/runs/<set>.<config>.*; the scores are printed, and for
 # budget configs whether every result condense says fits is within its budget in o200k tokens.
@@ -25,12 +28,17 @@ if [ ! -f "$EVAL_DIR/node_modules/gpt-tokenizer/package.json" ]; then
   chmod -R u+w "$EVAL_DIR"
   (cd "$EVAL_DIR" && npm ci --no-audit --no-fund >/dev/null)
 fi
-cp "$ROOT/bench/compress_tasks.ts" "$ROOT/bench/compress_fits.ts" "$EVAL_DIR/"
+cp "$ROOT/bench/compress_tasks.ts" "$ROOT/bench/compress_fits.ts" "$ROOT/bench/compress_next_turn.ts" "$EVAL_DIR/"
 [ -x "$CONDENSE" ] || (cd "$ROOT" && nice cargo build --release --bin condense)
 mkdir -p "$EVAL_DIR/runs"
 cd "$EVAL_DIR"
 for set in $SETS; do
   data="$SHARED/data/conversations/$set.jsonl"
+  if [ ! -f "$data" ] && [ "${set%_next}" != "$set" ]; then
+    mkdir -p "$EVAL_DIR/data"
+    npx tsx compress_next_turn.ts "$SHARED/data/conversations/${set%_next}.jsonl" "$EVAL_DIR/data/$set.jsonl"
+    data="$EVAL_DIR/data/$set.jsonl"
+  fi
   for config in $CONFIGS; do
     base="runs/$set.$config"
     npx tsx compress_tasks.ts tasks "$data" "$config" "$base.tasks.jsonl"

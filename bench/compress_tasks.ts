@@ -28,7 +28,8 @@ if (cmd === 'tasks') {
       const options: Record<string, unknown> = {};
       if (b !== 'default') options.tokenBudget = Math.floor(ratio * contextTokens(t.messages));
       if (b === 'budget-query') {
-        let q: string | null = null;
+        // A `*_next` set (compress_next_turn.ts) names the next user message itself.
+        let q: string | null = typeof (rec as any).next_user === 'string' ? (rec as any).next_user : null;
         for (let i = t.messages.length; i < rec.messages.length && q == null; i++) q = userText(rec.messages[i]);
         for (let i = t.messages.length - 1; i >= 0 && q == null; i--) q = userText(t.messages[i]);
         if (q) options.query = q;
