@@ -18,7 +18,7 @@
 //! `bench/token_error.mjs` (sharegpt and tool sessions in both shapes, 230 conversations):
 //! whole conversations 1.06× to 1.56× the o200k count (median 1.29×); after `compress`
 //! 1.08× to 1.59×; after `targetRatio: 0.25` 1.02× to 1.55×, and every result the estimate
-//! says fits is within its budget in o200k tokens (`compress` also keeps 1/64 of a budget in
+//! says fits is within its budget in o200k tokens (`compress` also keeps 1/32 of a budget in
 //! reserve with the estimator). Single message texts: 0.67× to 2.14× (median 1.29×; 26 of
 //! 2834 under 1.0, short texts of rare words). Callers who need a hard limit in a tokenizer
 //! pass their own
