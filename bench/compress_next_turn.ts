@@ -30,7 +30,8 @@ for (const rec of readJsonl(src) as Rec[]) {
   const prefix = ms.slice(0, k);
   const query = messageText(ms[k]);
   const reply = messageText(ms[k + 1]);
-  const recent = prefix.slice(-recency).map((m) => messageText(m).toLowerCase()).join('\n');
+  const lowered = prefix.map((m) => messageText(m).toLowerCase());
+  const recent = lowered.slice(-recency).join('\n');
   const qLow = query.toLowerCase();
   const qs: any[] = [];
   for (const key of extractKeys(reply).keys()) {
@@ -38,7 +39,7 @@ for (const rec of readJsonl(src) as Rec[]) {
     if (containsToken(qLow, low) || containsToken(recent, low)) continue;
     let at = -1;
     for (let i = prefix.length - recency - 1; i >= 0 && at < 0; i--) {
-      if (containsToken(messageText(prefix[i]).toLowerCase(), low)) at = i;
+      if (containsToken(lowered[i], low)) at = i;
     }
     if (at >= 0) qs.push({ question: query, answers: [key], answer_message_index: at });
   }

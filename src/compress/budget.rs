@@ -106,8 +106,7 @@ pub(super) fn run(
     // The estimator errs low by up to ~1.5% on output dense with ids and codes and ~2.5% on a
     // list of made-up CamelCase names (measured against o200k, `bench/compress_fits.ts`): with
     // it the loop keeps 1/32 of the budget in reserve (nothing under 32 tokens), so that what it
-    // says fits does. `stats.budget` and
-    // `stats.fits` are against the stated budget.
+    // says fits does. `stats.budget` and `stats.fits` are against the stated budget.
     let budget = target(stated, tok);
     // Stages, each searched over the fill ratio: what stays verbatim shrinks from stage to
     // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest

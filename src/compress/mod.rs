@@ -750,11 +750,16 @@ pub fn message_text(message: &Value) -> String {
 /// The tokens of [`message_text`]: a message whose text is its string content (no tool calls)
 /// is counted without a copy.
 fn message_tokens(message: &Value, tok: &Tokens<'_>) -> usize {
-    let calls = matches!(message.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty());
     match message.get("content") {
-        Some(Value::String(s)) if !calls => tok.count(s),
+        Some(Value::String(s)) if !has_tool_calls(message) => tok.count(s),
         _ => tok.count(&message_text(message)),
     }
+}
+
+/// Whether an (OpenAI-shape) message carries tool calls: then its text for the budget is more
+/// than its string content.
+fn has_tool_calls(message: &Value) -> bool {
+    matches!(message.get("tool_calls"), Some(Value::Array(c)) if !c.is_empty())
 }
 
 // ------------------------------------------------------------------------------------ plan
@@ -911,11 +916,7 @@ fn plan_parsed(
     let unit_tokens = |unit: &Unit| -> usize {
         // A unit without a block is its message's string content, which is the message's
         // whole text for `message_tokens` unless the message also carries tool calls.
-        let whole = unit.block.is_none()
-            && !matches!(
-                values.get(unit.msg).and_then(|v| v.get("tool_calls")),
-                Some(Value::Array(c)) if !c.is_empty()
-            );
+        let whole = unit.block.is_none() && !values.get(unit.msg).is_some_and(has_tool_calls);
         match counts.get(unit.msg) {
             Some(&c) if whole => c,
             _ => tok.count(&unit.text),

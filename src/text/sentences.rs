@@ -122,29 +122,39 @@ fn sentence_ends(s: &str) -> Vec<usize> {
     let mut i = 0;
     // Jump from terminator to terminator (memchr's SIMD scan: most bytes are not one).
     while let Some(off) = memchr::memchr3(b'.', b'!', b'?', &bytes[i..]) {
-        i += off;
-        let b = bytes[i];
-        // Run of terminators ("?!", "...").
-        let mut j = i + 1;
-        while j < bytes.len() && matches!(bytes[j], b'.' | b'!' | b'?' | b'"' | b'\'' | b')') {
-            j += 1;
-        }
-        let ws = bytes[j..]
-            .iter()
-            .take_while(|c| c.is_ascii_whitespace())
-            .count();
-        if ws > 0 && j + ws < bytes.len() {
-            let next = s[j + ws..].chars().next().unwrap_or(' ');
-            let opens = next.is_uppercase()
-                || next.is_ascii_digit()
-                || matches!(next, '"' | '\'' | '(' | '[' | '`' | '*');
-            if opens && !(b == b'.' && is_abbreviation(&s[..i])) {
-                out.push(j);
-            }
+        let (j, ends) = terminator_run(s, i + off);
+        if ends {
+            out.push(j);
         }
         i = j;
     }
     out
+}
+
+/// At a terminator (`.`, `!`, `?`) at byte `i` of `s`: the end of its run (`?!`, `...`, with
+/// closing quotes and brackets), and whether a sentence ends there — white space follows, then
+/// a capital, a digit, a quote or a bracket, and a `.` does not close an abbreviation.
+fn terminator_run(s: &str, i: usize) -> (usize, bool) {
+    let bytes = s.as_bytes();
+    let mut j = i + 1;
+    while j < bytes.len() && matches!(bytes[j], b'.' | b'!' | b'?' | b'"' | b'\'' | b')') {
+        j += 1;
+    }
+    let ws = bytes
+        .get(j..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|c| c.is_ascii_whitespace())
+        .count();
+    if ws == 0 || j + ws >= bytes.len() {
+        return (j, false);
+    }
+    let next = s[j + ws..].chars().next().unwrap_or(' ');
+    let opens = next.is_uppercase()
+        || next.is_ascii_digit()
+        || matches!(next, '"' | '\'' | '(' | '[' | '`' | '*');
+    let abbreviation = bytes.get(i) == Some(&b'.') && is_abbreviation(&s[..i]);
+    (j, opens && !abbreviation)
 }
 
 /// Whether the word just before a `.` is an abbreviation or a single initial.
@@ -166,33 +176,18 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
-    /// The byte-by-byte scan `sentence_ends` had before it jumped with memchr3 (the oracle).
+    /// The byte-by-byte search for terminators `sentence_ends` had before it jumped with
+    /// memchr3 (the oracle; each terminator is judged by the same `terminator_run`).
     #[cfg(not(target_arch = "wasm32"))]
     fn sentence_ends_bytewise(s: &str) -> Vec<usize> {
         let bytes = s.as_bytes();
         let mut out = Vec::new();
         let mut i = 0;
         while i < bytes.len() {
-            let b = bytes[i];
-            if matches!(b, b'.' | b'!' | b'?') {
-                let mut j = i + 1;
-                while j < bytes.len()
-                    && matches!(bytes[j], b'.' | b'!' | b'?' | b'"' | b'\'' | b')')
-                {
-                    j += 1;
-                }
-                let ws = bytes[j..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_whitespace())
-                    .count();
-                if ws > 0 && j + ws < bytes.len() {
-                    let next = s[j + ws..].chars().next().unwrap_or(' ');
-                    let opens = next.is_uppercase()
-                        || next.is_ascii_digit()
-                        || matches!(next, '"' | '\'' | '(' | '[' | '`' | '*');
-                    if opens && !(b == b'.' && is_abbreviation(&s[..i])) {
-                        out.push(j);
-                    }
+            if matches!(bytes[i], b'.' | b'!' | b'?') {
+                let (j, ends) = terminator_run(s, i);
+                if ends {
+                    out.push(j);
                 }
                 i = j;
             } else {
@@ -205,7 +200,7 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
-        /// Jumping between terminators finds the ends the byte-by-byte scan found.
+        /// Jumping between terminators finds the ends the byte-by-byte scan finds.
         #[test]
         fn sentence_ends_equal_the_bytewise_scan(
             parts in proptest::collection::vec(
