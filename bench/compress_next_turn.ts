@@ -2,7 +2,8 @@
 // a "next turn" variant of a conversation set, to measure query-aware compression where a query can
 // matter.
 //   npx tsx compress_next_turn.ts <set.jsonl> <out.jsonl>
-// For each conversation: the prefix before its last user message that has an assistant reply (k ≥ 4
+// For each conversation: the prefix before its last user message (with text: not tool results only)
+// that has an assistant reply (k ≥ 4
 // messages before it). `next_user` = that user message (the query); `questions` (the metric's QA
 // records) = one per key token (the metric's extractKeys) of the reply that also occurs, as a whole
 // token, in the prefix outside its last 4 messages, and not in the query nor the last 4 messages: what
@@ -18,13 +19,17 @@ if (!src || !out) {
   process.exit(2);
 }
 const recency = 4;
+// A user turn that says something: string content, or a text block (an Anthropic user message of
+// tool_result blocks only is the tool's answer, not the next question).
+const asksSomething = (m: any) =>
+  typeof m.content === 'string' || (Array.isArray(m.content) && m.content.some((b: any) => b?.type === 'text'));
 const lines: string[] = [];
 let questions = 0;
 for (const rec of readJsonl(src) as Rec[]) {
   const ms = rec.messages;
   let k = -1;
   for (let i = ms.length - 2; i >= recency; i--) {
-    if (ms[i].role === 'user' && ms[i + 1].role === 'assistant') { k = i; break; }
+    if (ms[i].role === 'user' && ms[i + 1].role === 'assistant' && asksSomething(ms[i])) { k = i; break; }
   }
   if (k < 0) continue;
   const prefix = ms.slice(0, k);

@@ -541,3 +541,42 @@ fn tiny_budgets_keep_the_newest_tool_values() {
         }
     }
 }
+
+/// Under a budget that folds the old messages, a query decides which folded message's key
+/// tokens come first: those of the message it is about, not only the newest.
+#[test]
+fn a_query_orders_the_folded_keys_by_relevance() {
+    let prose = |topic: &str, keys: [&str; 3]| {
+        format!(
+            "We went through the {topic} in detail today and agreed on the plan. The first part is `{}` which everything else depends on, so it stays as it is. The second is `{}`, which we will replace next quarter. The last one, `{}`, was only a stopgap and nobody owns it now. Everything else about the {topic} stays the same as before, and we will look at it again once the next release is out.",
+            keys[0], keys[1], keys[2]
+        )
+    };
+    let messages = vec![
+        json!({"role": "user", "content": prose("billing invoices", ["invoice_ledger_v2", "billing_retry_q7", "refund_worker_k3"])}),
+        json!({"role": "assistant", "content": prose("deployment", ["deploy_cluster_a9", "helm_release_44", "canary_gate_p2"])}),
+        json!({"role": "user", "content": prose("logging", ["log_sink_b3", "trace_sampler_r8", "audit_stream_m1"])}),
+        json!({"role": "assistant", "content": prose("caching", ["redis_pool_x5", "cache_ttl_w6", "warmup_job_z4"])}),
+        json!({"role": "user", "content": "Thanks, that covers it."}),
+    ];
+    let query = "How do the billing invoices get retried and refunded?";
+    let kept = |query: Option<&str>| {
+        let opts = CompressOptions {
+            token_budget: Some(50),
+            query: query.map(str::to_string),
+            ..Default::default()
+        };
+        let out = compress(&messages, &opts).unwrap();
+        assert_eq!(out.stats.fits, Some(true));
+        assert!(out.stats.folded > 0, "{:?}", out.stats);
+        assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+        let text = serde_json::to_string(&out.messages).unwrap();
+        ["invoice_ledger_v2", "billing_retry_q7", "refund_worker_k3"]
+            .iter()
+            .filter(|k| text.contains(*k))
+            .count()
+    };
+    assert_eq!(kept(Some(query)), 3);
+    // Without the query the newest folded messages' keys come first.
+    assert!(kept(None) < 3);
+}

@@ -847,6 +847,8 @@ struct Parsed<'a> {
     /// `(start, end)`: the same on every pass of the budget loop, and FNV-1a over the raw
     /// messages is a serial chain of multiplications (a tenth of a budgeted call's time).
     ids: std::cell::RefCell<hash::FastMap<(usize, usize), String>>,
+    /// Each message's relevance to the query ([`message_relevance`]), computed on first use.
+    relevance: std::cell::OnceCell<Vec<f64>>,
 }
 
 impl Parsed<'_> {
@@ -880,6 +882,7 @@ impl<'a> Parsed<'a> {
             counts: std::cell::OnceCell::new(),
             dedup: dedup::DedupMemo::default(),
             ids: std::cell::RefCell::default(),
+            relevance: std::cell::OnceCell::new(),
         })
     }
 }
@@ -1260,10 +1263,20 @@ fn plan_parsed(
         if i == fold.start && !fold.is_empty() {
             let id = parsed.range_id(raws, fold.clone());
             // What the next turn most likely needs first: the values of the folded tool
-            // outputs, newest first, then the key tokens of every folded message, newest first.
+            // outputs, newest first, then the key tokens of every folded message, newest first
+            // or, under a query, the most relevant message first (newest first among equals):
+            // the next turn's keys 45 -> 56 of 109 on sharegpt_dev_next at a 25% budget.
             let mut chars = 0;
             let mut candidates: Vec<String> = Vec::new();
             let mut listed: HashSet<String> = HashSet::new();
+            let mut order: Vec<usize> = fold.clone().rev().collect();
+            if !(terms.is_empty() && terms.cosines.is_empty()) {
+                let relevance = parsed
+                    .relevance
+                    .get_or_init(|| message_relevance(values, terms));
+                let of = |g: usize| relevance.get(g).copied().unwrap_or(0.0);
+                order.sort_by(|&a, &b| of(b).total_cmp(&of(a)));
+            }
             for g in fold.clone().rev() {
                 for text in tool_outputs(&values[g], views[g].role() == Some(Role::Tool)) {
                     for k in values::tool_values_for(text, terms) {
@@ -1273,7 +1286,7 @@ fn plan_parsed(
                     }
                 }
             }
-            for g in fold.clone().rev() {
+            for &g in &order {
                 let text = message_text(&values[g]);
                 chars += text.chars().count();
                 for k in known.fill_keys(&text, terms) {
@@ -2042,6 +2055,61 @@ fn fold_range(
     start..best
 }
 
+/// The texts of a message that sentence relevance looks at: its string content, or its
+/// blocks' `text` and string `content` (tool results).
+fn content_texts(value: &Value) -> Vec<&str> {
+    let mut texts: Vec<&str> = Vec::new();
+    match value.get("content") {
+        Some(Value::String(s)) => texts.push(s),
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                if let Some(Value::String(t)) = b.get("text") {
+                    texts.push(t);
+                } else if let Some(Value::String(t)) = b.get("content") {
+                    texts.push(t);
+                }
+            }
+        }
+        _ => {}
+    }
+    texts
+}
+
+/// Each message's relevance to the query, for the order in which a fold lists the key tokens
+/// of the messages it replaces (the most relevant first): the share of the query's terms the
+/// message's text contains (tool calls included), plus, with an embedder, the largest cosine
+/// of one of its sentences with the query. All 0 without a query.
+fn message_relevance(values: &[Value], terms: &Query) -> Vec<f64> {
+    values
+        .iter()
+        .map(|v| {
+            let share = if terms.is_empty() {
+                0.0
+            } else {
+                let text = message_text(v).to_lowercase();
+                let found: HashSet<&str> = text
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .filter(|w| terms.contains(w))
+                    .collect();
+                found.len() as f64 / terms.terms.len() as f64
+            };
+            let cosine = if terms.cosines.is_empty() {
+                0.0
+            } else {
+                content_texts(v)
+                    .into_iter()
+                    .flat_map(|t| {
+                        sentences::split(t)
+                            .into_iter()
+                            .filter_map(|s| terms.cosines.get(t[s.span].trim()).copied())
+                    })
+                    .fold(0.0f64, |best, c| best.max(f64::from(c)))
+            };
+            share + cosine
+        })
+        .collect()
+}
+
 /// The query of a call: its terms, and with an embedder the cosine of the query with every
 /// unique sentence of the messages' texts (string contents, text blocks, string tool results),
 /// embedded in one batch.
@@ -2062,20 +2130,7 @@ fn build_query(
     for (i, raw) in raws.iter().enumerate() {
         let value: Value = serde_json::from_str(raw.get())
             .map_err(|e| Error::json(join_index("messages", i), &e))?;
-        let mut texts: Vec<&str> = Vec::new();
-        match value.get("content") {
-            Some(Value::String(s)) => texts.push(s),
-            Some(Value::Array(blocks)) => {
-                for b in blocks {
-                    if let Some(Value::String(t)) = b.get("text") {
-                        texts.push(t);
-                    } else if let Some(Value::String(t)) = b.get("content") {
-                        texts.push(t);
-                    }
-                }
-            }
-            _ => {}
-        }
+        let texts = content_texts(&value);
         for t in texts {
             for s in sentences::split(t) {
                 unique.insert(t[s.span].trim().to_string());
