@@ -292,6 +292,10 @@ struct MemoInner {
     tokens: FastMap<String, Option<KeyKind>>,
     keys: FastMap<String, Rc<Vec<(String, KeyKind)>>>,
     scores: FastMap<String, f64>,
+    /// One pass over the messages (no budget loop, no cache): sentence scores and a text's
+    /// key tokens are computed where asked, not stored (each is asked for once, and storing
+    /// copies every sentence). Token classes are still memoised.
+    single_pass: bool,
     cache: Option<CompressCache>,
     hits: usize,
     misses: usize,
@@ -308,6 +312,17 @@ impl Memo {
                 ..MemoInner::default()
             })),
         }
+    }
+
+    /// Marks the call as one pass (see `MemoInner::single_pass`); ignored with a cache.
+    pub(crate) fn set_single_pass(&self) {
+        let mut m = self.inner.borrow_mut();
+        m.single_pass = m.cache.is_none();
+    }
+
+    /// Whether the call is one pass (nothing memoised but token classes).
+    pub(crate) fn is_single_pass(&self) -> bool {
+        self.inner.borrow().single_pass
     }
 
     /// Whether a caller's cache is attached.
@@ -330,8 +345,15 @@ impl Memo {
 
     /// [`keys::extract`] of `text`, memoised by text and by token.
     pub(crate) fn keys(&self, text: &str) -> Rc<Vec<(String, KeyKind)>> {
-        if let Some(k) = self.inner.borrow().keys.get(text) {
-            return Rc::clone(k);
+        {
+            let m = self.inner.borrow();
+            if m.single_pass {
+                drop(m);
+                return Rc::new(keys::extract_with(text, &mut |t| self.classify(t)));
+            }
+            if let Some(k) = m.keys.get(text) {
+                return Rc::clone(k);
+            }
         }
         let extracted = {
             let mut m = self.inner.borrow_mut();
@@ -365,8 +387,15 @@ impl Memo {
     /// A sentence's score: from the call's memo, else the cache, else `compute` (then stored
     /// in both). Not counted in hits and misses.
     pub(crate) fn score(&self, sentence: &str, compute: impl FnOnce() -> f64) -> f64 {
-        if let Some(&s) = self.inner.borrow().scores.get(sentence) {
-            return s;
+        {
+            let m = self.inner.borrow();
+            if m.single_pass {
+                drop(m);
+                return compute();
+            }
+            if let Some(&s) = m.scores.get(sentence) {
+                return s;
+            }
         }
         let k = self
             .has_cache()

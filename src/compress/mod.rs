@@ -422,6 +422,10 @@ fn run_cached(
     // A caller's counter has no identity a cache key could hold: its summaries are not
     // cached (the cache comes back unchanged).
     let Some(cache) = cache.filter(|_| ctx.counter.is_none()) else {
+        if options.token_budget.is_none() && options.target_ratio.is_none() {
+            // No budget loop: every sentence and text is looked at once.
+            query.memo.set_single_pass();
+        }
         return pipeline(&query);
     };
     let warning = cache.warning().map(str::to_string);

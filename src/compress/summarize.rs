@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::text::fences::{self, Segment};
 use crate::text::keys::{self, KeyKind};
-use crate::text::score::score_sentence_with;
+use crate::text::score::{score_sentence_keys, score_sentence_with};
 use crate::text::sentences;
 
 /// How hard to summarise: the share of the original a summary aims at.
@@ -227,13 +227,26 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
     }
     let budget = level.budget(text.chars().count());
     let last_paragraph = sents.last().map(|s| s.paragraph).unwrap_or(0);
+    // One pass (nothing memoised): the key tokens of the text and of each sentence from one
+    // walk, where it can tell; the memo's per-sentence walks otherwise.
+    let walk = terms
+        .memo
+        .is_single_pass()
+        .then(|| keys::TextKeys::new(text, &mut |k| terms.memo.classify(k)));
     let scored: Vec<(usize, f64)> = sents
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let t = &text[s.span.clone()];
-            let mut score = terms.memo.score(t, || {
-                score_sentence_with(t, &mut |k| terms.memo.classify(k))
+            let walked = walk.as_ref().and_then(|w| {
+                let mut known = true;
+                let score = score_sentence_keys(t, |f| known = w.for_each_in(s.span.clone(), f));
+                known.then_some(score)
+            });
+            let mut score = walked.unwrap_or_else(|| {
+                terms.memo.score(t, || {
+                    score_sentence_with(t, &mut |k| terms.memo.classify(k))
+                })
             }) + relevance(t, terms);
             // Position (seed 004): a paragraph's first sentence, the first and last paragraphs.
             if s.index == 0 {
@@ -282,7 +295,7 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
             let t = &text[sents[*i].span.clone()];
             chosen.clear();
             let cut = cut_at_word(t, budget);
-            return with_keys(cut, text, level.max_keys, terms);
+            return with_keys(cut, text, level.max_keys, terms, walk.as_ref());
         }
         used += len;
         chosen.push(*i);
@@ -293,7 +306,7 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
         .map(|i| text[sents[*i].span.clone()].trim())
         .collect::<Vec<_>>()
         .join(" ");
-    with_keys(body, text, level.max_keys, terms)
+    with_keys(body, text, level.max_keys, terms, walk.as_ref())
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`.
@@ -314,13 +327,21 @@ pub fn cut_at_word(text: &str, max: usize) -> String {
 }
 
 /// Appends the key tokens of `original` that `body` does not contain (up to `max`).
-fn with_keys(body: String, original: &str, max: usize, terms: &Query) -> String {
+fn with_keys(
+    body: String,
+    original: &str,
+    max: usize,
+    terms: &Query,
+    walk: Option<&keys::TextKeys<'_>>,
+) -> String {
     if max == 0 {
         return body;
     }
-    let missing: Vec<String> = terms
-        .memo
-        .keys(original)
+    let all = match walk {
+        Some(w) => std::rc::Rc::new(w.all()),
+        None => terms.memo.keys(original),
+    };
+    let missing: Vec<String> = all
         .iter()
         .filter(|(k, kind)| *kind != KeyKind::Code || k.len() <= 40)
         .map(|(k, _)| k.clone())

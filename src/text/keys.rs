@@ -329,6 +329,28 @@ fn walk_keys(
     mut f: impl FnMut(&str, KeyKind),
 ) {
     let mut seen = Seen::default();
+    code_spans(text, |span| {
+        if !seen.contains(span) {
+            seen.insert(span);
+            f(span, KeyKind::Code);
+        }
+    });
+    for raw in pieces(text, &ASCII_SEPARATOR) {
+        let t = token_of(raw);
+        if t.is_empty() || plain_word(t) || seen.contains(t) {
+            continue;
+        }
+        if let Some(kind) = classify(t) {
+            seen.insert(t);
+            f(t, kind);
+        }
+    }
+}
+
+/// The code spans of `text` that may be keys, in order, repeats included: a backtick pair on
+/// one line around 2 to 80 characters, trimmed, of at least two characters with a letter or
+/// digit among them.
+fn code_spans<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
     let mut rest = text;
     while let Some(open) = rest.find('`') {
         let after = &rest[open + 1..];
@@ -339,10 +361,8 @@ fn walk_keys(
                 if (2..=80).contains(&n)
                     && span.chars().count() >= 2
                     && span.bytes().any(|b| b.is_ascii_alphanumeric())
-                    && !seen.contains(span)
                 {
-                    seen.insert(span);
-                    f(span, KeyKind::Code);
+                    f(span);
                 }
                 rest = &after[close + 1..];
             }
@@ -350,15 +370,123 @@ fn walk_keys(
             None => break,
         }
     }
-    for raw in pieces(text, &ASCII_SEPARATOR) {
-        let t = raw.trim_start_matches(['(', '[']);
-        let t = t.trim_end_matches(['.', ':', '!', '?', ')', ']']);
-        if t.is_empty() || plain_word(t) || seen.contains(t) {
-            continue;
+}
+
+/// A separator-delimited piece as a key candidate: opening brackets and closing punctuation
+/// trimmed.
+fn token_of(raw: &str) -> &str {
+    let t = raw.trim_start_matches(['(', '[']);
+    t.trim_end_matches(['.', ':', '!', '?', ')', ']'])
+}
+
+/// One walk over a text that answers both what [`extract_with`] finds in the whole text and
+/// what [`for_each_key_with`] finds in each of its sentences, classifying every token once
+/// (the summariser asks both, and the walk is most of a summary's time).
+pub(crate) struct TextKeys<'a> {
+    text: &'a str,
+    /// Code spans ([`code_spans`]) with their byte offsets in `text`.
+    spans: Vec<(usize, &'a str)>,
+    /// The tokens classified as keys, with their byte offsets, repeats included.
+    tokens: Vec<(usize, &'a str, KeyKind)>,
+}
+
+impl<'a> TextKeys<'a> {
+    /// Walks `text` once.
+    pub(crate) fn new(
+        text: &'a str,
+        classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
+    ) -> TextKeys<'a> {
+        let offset = |piece: &str| piece.as_ptr() as usize - text.as_ptr() as usize;
+        let mut spans = Vec::new();
+        code_spans(text, |span| spans.push((offset(span), span)));
+        let mut tokens = Vec::new();
+        for raw in pieces(text, &ASCII_SEPARATOR) {
+            let t = token_of(raw);
+            if t.is_empty() || plain_word(t) {
+                continue;
+            }
+            if let Some(kind) = classify(t) {
+                tokens.push((offset(t), t, kind));
+            }
         }
-        if let Some(kind) = classify(t) {
-            seen.insert(t);
-            f(t, kind);
+        TextKeys {
+            text,
+            spans,
+            tokens,
+        }
+    }
+
+    /// The key tokens of the whole text: exactly [`extract_with`]'s.
+    pub(crate) fn all(&self) -> Vec<(String, KeyKind)> {
+        let mut out = Vec::new();
+        self.emit(&self.spans, &self.tokens, |k, kind| {
+            out.push((k.to_string(), kind))
+        });
+        out
+    }
+
+    /// Calls `f` with the key tokens of `text[range]` exactly as [`for_each_key_with`] on that
+    /// slice would, and returns true; or returns false without calling `f` when the walk of the
+    /// whole text cannot tell: the range does not start and end at separators (its tokens are
+    /// not the whole text's), or its code spans pair up differently on their own.
+    pub(crate) fn for_each_in(
+        &self,
+        range: std::ops::Range<usize>,
+        f: impl FnMut(&str, KeyKind),
+    ) -> bool {
+        let Some(slice) = self.text.get(range.clone()) else {
+            return false;
+        };
+        let separates = |c: char| {
+            if c.is_ascii() {
+                ASCII_SEPARATOR[c as usize]
+            } else {
+                c.is_whitespace()
+            }
+        };
+        let before = self.text[..range.start].chars().next_back();
+        let after = self.text[range.end..].chars().next();
+        if !before.is_none_or(separates) || !after.is_none_or(separates) {
+            return false;
+        }
+        let from = self.spans.partition_point(|s| s.0 < range.start);
+        let to = self.spans.partition_point(|s| s.0 < range.end);
+        let spans = &self.spans[from..to];
+        let mut same = true;
+        let mut k = 0;
+        code_spans(slice, |span| {
+            let offset = span.as_ptr() as usize - self.text.as_ptr() as usize;
+            same &= spans.get(k).is_some_and(|s| s.0 == offset && s.1 == span);
+            k += 1;
+        });
+        if !same || k != spans.len() {
+            return false;
+        }
+        let from = self.tokens.partition_point(|t| t.0 < range.start);
+        let to = self.tokens.partition_point(|t| t.0 < range.end);
+        self.emit(spans, &self.tokens[from..to], f);
+        true
+    }
+
+    /// [`walk_keys`]'s emission over a walk's spans and tokens: spans first, each key once.
+    fn emit(
+        &self,
+        spans: &[(usize, &'a str)],
+        tokens: &[(usize, &'a str, KeyKind)],
+        mut f: impl FnMut(&str, KeyKind),
+    ) {
+        let mut seen = Seen::default();
+        for &(_, span) in spans {
+            if !seen.contains(span) {
+                seen.insert(span);
+                f(span, KeyKind::Code);
+            }
+        }
+        for &(_, t, kind) in tokens {
+            if !seen.contains(t) {
+                seen.insert(t);
+                f(t, kind);
+            }
         }
     }
 }
@@ -477,6 +605,50 @@ mod tests {
             let mut walked = Vec::new();
             for_each_key(&text, |k, kind| walked.push((k.to_string(), kind)));
             prop_assert_eq!(walked, extract(&text));
+        }
+
+        /// One walk of the whole text finds what `extract` finds in it and, for every range it
+        /// answers for, what `for_each_key` finds in that slice; it answers for every range
+        /// whose ends are at white space in a text without backticks.
+        #[test]
+        fn text_keys_agree_with_the_walks_they_replace(
+            words in proptest::collection::vec(
+                "`[a-z_ ]{0,6}|`[a-z_]{1,6}`|[a-z]{1,8}[.?!]?|[A-Z]{2,5}|\\(?[a-z]+_[a-z0-9]+\\)?|[0-9]{2,6}|src/[a-z]{1,4}\\.rs|v[0-9]\\.[0-9]|\n|\u{a0}|é",
+                0..60,
+            ),
+            cuts in proptest::collection::vec((0usize..400, 0usize..400), 0..8),
+        ) {
+            let text = words.join(" ");
+            let walk = TextKeys::new(&text, &mut classify);
+            prop_assert_eq!(walk.all(), extract(&text));
+            let mut ranges: Vec<std::ops::Range<usize>> = crate::text::sentences::split(&text)
+                .into_iter()
+                .map(|s| s.span)
+                .collect();
+            for (a, b) in cuts {
+                let (a, b) = (a.min(b).min(text.len()), a.max(b).min(text.len()));
+                if text.is_char_boundary(a) && text.is_char_boundary(b) {
+                    ranges.push(a..b);
+                }
+            }
+            for range in ranges {
+                let mut from_walk = Vec::new();
+                let known = walk.for_each_in(range.clone(), |k, kind| from_walk.push((k.to_string(), kind)));
+                let mut direct = Vec::new();
+                for_each_key(&text[range.clone()], |k, kind| direct.push((k.to_string(), kind)));
+                if known {
+                    prop_assert_eq!(from_walk, direct, "range {:?} of {:?}", range, text);
+                } else {
+                    prop_assert!(from_walk.is_empty());
+                    let at_space = |c: Option<char>| c.is_none_or(char::is_whitespace);
+                    prop_assert!(
+                        !(at_space(text[..range.start].chars().next_back())
+                            && at_space(text[range.end..].chars().next())
+                            && !text.contains('`')),
+                        "range {:?} of {:?} not answered", range, text
+                    );
+                }
+            }
         }
     }
 

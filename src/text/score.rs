@@ -81,6 +81,16 @@ pub fn score_sentence_with(
     sentence: &str,
     classify: &mut dyn FnMut(&str) -> Option<KeyKind>,
 ) -> f64 {
+    score_sentence_keys(sentence, |f| keys::for_each_key_with(sentence, classify, f))
+}
+
+/// [`score_sentence`] with the sentence's key tokens given: `walk` calls its argument with
+/// each of them, as [`keys::for_each_key_with`] on the sentence would (the summariser reads
+/// them from one walk over the whole text, see `keys::TextKeys`).
+pub(crate) fn score_sentence_keys(
+    sentence: &str,
+    walk: impl FnOnce(&mut dyn FnMut(&str, KeyKind)),
+) -> f64 {
     let mut score = 0.0;
     // The white-space separated words, each looked at with the one after it (a unit).
     let mut words = keys::pieces(sentence, &keys::ASCII_WHITESPACE).peekable();
@@ -132,7 +142,7 @@ pub fn score_sentence_with(
             score += 2.0;
         }
     }
-    keys::for_each_key_with(sentence, classify, |key, kind| {
+    walk(&mut |key, kind| {
         let counted =
             kind == KeyKind::Identifier && (is_camel(key) || is_pascal(key) || is_snake(key));
         if !counted {
