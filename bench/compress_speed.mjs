@@ -82,6 +82,9 @@ for (let round = -1; round < rounds; round++) { // round -1 warms every engine u
   for (const [engine, run] of Object.entries(engines)) {
     for (const config of Object.keys(configs)) {
       const key = `${engine} ${config}`;
+      // Each engine starts on a collected heap: the garbage of the one before it (CCE's
+      // objects, our result objects) is not charged to it. Needs `node --expose-gc`.
+      globalThis.gc?.();
       let total = 0;
       tasks.forEach((t, i) => {
         if (t.config !== config) return;

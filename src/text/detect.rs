@@ -196,7 +196,7 @@ fn is_secret_token(t: &str) -> bool {
 }
 
 fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter(|l| !l.trim().is_empty())
+    super::lines::lines(text).filter(|l| !l.trim().is_empty())
 }
 
 fn is_stack_trace(text: &str, phrases: &Phrases) -> bool {

@@ -25,13 +25,25 @@ pub enum Segment<'a> {
 /// ]);
 /// ```
 pub fn split(text: &str) -> Vec<Segment<'_>> {
+    // Most texts have no fence character at all: one prose segment (or none).
+    if memchr::memchr2(b'`', b'~', text.as_bytes()).is_none() {
+        return if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![Segment::Prose(text)]
+        };
+    }
+    split_lines(text)
+}
+
+/// [`split`] line by line.
+fn split_lines(text: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
     let mut prose_start = 0;
     let mut pos = 0;
     let mut open: Option<(usize, u8, usize)> = None; // (start, fence char, fence length)
     while pos < text.len() {
-        let end = text[pos..]
-            .find('\n')
+        let end = memchr::memchr(b'\n', &text.as_bytes()[pos..])
             .map(|n| pos + n + 1)
             .unwrap_or(text.len());
         let line = &text[pos..end];
@@ -113,5 +125,23 @@ mod tests {
         assert_eq!(split("a\n~~~~\n```\nstill code\n~~~~\nb").len(), 3);
         assert!(has_fence("x\n```\ny\n```"));
         assert_eq!(prose_chars("ab c\n```\ncode\n```\nd"), 4);
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// The segments tile the text, and the shortcut for texts without a fence character
+        /// gives what the line walk gives.
+        #[test]
+        fn segments_tile_the_text(text in "([a-z ]{0,5}|\n|  |```|~~~~|`|~|é)*") {
+            let segments = split(&text);
+            let joined: String = segments
+                .iter()
+                .map(|s| match s {
+                    Segment::Prose(p) | Segment::Code(p) => *p,
+                })
+                .collect();
+            proptest::prop_assert_eq!(&joined, &text);
+            proptest::prop_assert_eq!(segments, split_lines(&text));
+        }
     }
 }

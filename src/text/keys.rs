@@ -235,6 +235,16 @@ impl<'a> Iterator for Pieces<'a> {
         let mut start = self.pos;
         let mut i = start;
         loop {
+            if self.min > 2 && i == start {
+                // Long pieces only (the secret scan asks for 19+ bytes): jump to the first
+                // window of `min` bytes free of separators, then scan on from its end.
+                let Some(s) = self.window_from(start) else {
+                    self.pos = bytes.len();
+                    return None;
+                };
+                start = s;
+                i = s + self.min;
+            }
             // The next byte that may separate: an ASCII separator, or a lead byte of non-ASCII
             // white space (continuation bytes and other lead bytes never do).
             let found = bytes.get(i..).and_then(|rest| {
@@ -273,6 +283,45 @@ impl<'a> Iterator for Pieces<'a> {
             // An empty (or short) piece: the next one starts after this separator.
             i += width;
             start = i;
+        }
+    }
+}
+
+impl Pieces<'_> {
+    /// The width of the separator starting at byte `j` (0 when there is none): an ASCII
+    /// separator of the table, or non-ASCII white space (decoded only at its lead bytes).
+    #[inline]
+    fn separator_at(&self, j: usize) -> usize {
+        match self.text.as_bytes().get(j) {
+            Some(&c) if c < 0x80 => usize::from(self.table[c as usize]),
+            Some(0xC2 | 0xE1 | 0xE2 | 0xE3) => {
+                match self.text.get(j..).and_then(|r| r.chars().next()) {
+                    Some(ch) if ch.is_whitespace() => ch.len_utf8(),
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// The first `s` ≥ `start` at a piece boundary with no separator in `s..s + min` (a piece
+    /// of at least `min` bytes starts there), or `None` when no such window is left. Each
+    /// window is read backwards from its end: the last separator in it moves the next window
+    /// past it, so prose is passed over a few bytes per window instead of every byte.
+    fn window_from(&self, start: usize) -> Option<usize> {
+        let mut s = start;
+        'window: loop {
+            let end = s.checked_add(self.min).filter(|&e| e <= self.text.len())?;
+            let mut j = end;
+            while j > s {
+                j -= 1;
+                let width = self.separator_at(j);
+                if width > 0 {
+                    s = j + width;
+                    continue 'window;
+                }
+            }
+            return Some(s);
         }
     }
 }
@@ -352,9 +401,9 @@ fn walk_keys(
 /// digit among them.
 fn code_spans<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
     let mut rest = text;
-    while let Some(open) = rest.find('`') {
+    while let Some(open) = memchr::memchr(b'`', rest.as_bytes()) {
         let after = &rest[open + 1..];
-        match after.find(['`', '\n']) {
+        match memchr::memchr2(b'`', b'\n', after.as_bytes()) {
             Some(close) if after.as_bytes()[close] == b'`' => {
                 let span = after[..close].trim();
                 let n = after[..close].chars().count();
@@ -532,8 +581,10 @@ pub fn contains_token(hay: &str, key: &str) -> bool {
     let kb = key.as_bytes();
     let (check_l, check_r) = (word(kb[0]), word(kb[kb.len() - 1]));
     let hb = hay.as_bytes();
+    // memchr's substring search (SIMD on wasm32 too, where `str::find` is not).
+    let finder = memchr::memmem::Finder::new(kb);
     let mut from = 0;
-    while let Some(off) = hay[from..].find(key) {
+    while let Some(off) = hb.get(from..).and_then(|rest| finder.find(rest)) {
         let i = from + off;
         let j = i + key.len();
         let ok_l = !check_l || i == 0 || !word(hb[i - 1]);
@@ -571,6 +622,38 @@ mod tests {
             }
         }
 
+        /// `contains_token` finds a whole-token occurrence wherever one starts, overlapping
+        /// matches included (checked against every character boundary in turn).
+        #[test]
+        fn contains_token_agrees_with_every_start(
+            hay in "([ab_]{0,3}|[ .]|é){0,14}",
+            key in "[ab.é]{1,3}",
+        ) {
+            let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+            let (hb, kb) = (hay.as_bytes(), key.as_bytes());
+            let expected = hay.char_indices().any(|(i, _)| {
+                let j = i + key.len();
+                hay[i..].starts_with(&key)
+                    && (!word(kb[0]) || i == 0 || !word(hb[i - 1]))
+                    && (!word(kb[kb.len() - 1]) || j >= hb.len() || !word(hb[j]))
+            });
+            prop_assert_eq!(contains_token(&hay, &key), expected);
+        }
+
+        /// Long pieces (the secret scan's windows) come out as `str::split` has them: words
+        /// of up to 30 bytes, with non-ASCII letters and white space inside and around them.
+        #[test]
+        fn long_pieces_agree_with_split(
+            text in "([a-zA-Z0-9_\\-]{0,30}|[ \t\n\"'`=:,]|\u{a0}|\u{2003}|\u{3000}|\u{2030}|\u{1680}|é|中|😀){0,40}",
+            min in 3usize..24,
+        ) {
+            let sep = |c: char| if c.is_ascii() { ASCII_SEPARATOR[c as usize] } else { c.is_whitespace() };
+            prop_assert_eq!(
+                pieces_of_at_least(&text, &ASCII_SEPARATOR, min).collect::<Vec<_>>(),
+                text.split(sep).filter(|p| p.len() >= min).collect::<Vec<_>>()
+            );
+        }
+
         /// `pieces` gives the non-empty pieces `str::split` gives.
         #[test]
         fn pieces_agree_with_split(
@@ -585,7 +668,7 @@ mod tests {
                 pieces(&text, &ASCII_WHITESPACE).collect::<Vec<_>>(),
                 text.split(char::is_whitespace).filter(|p| !p.is_empty()).collect::<Vec<_>>()
             );
-            for min in [2, 5] {
+            for min in [2, 3, 5, 8, 19] {
                 prop_assert_eq!(
                     pieces_of_at_least(&text, &ASCII_SEPARATOR, min).collect::<Vec<_>>(),
                     text.split(sep).filter(|p| p.len() >= min).collect::<Vec<_>>()
@@ -735,5 +818,7 @@ mod tests {
         assert!(!contains_token("card_34567", "card_3456"));
         assert!(contains_token("é card_3456", "card_3456"));
         assert!(!contains_token("", "x"));
+        // The first occurrence is glued to a word; the overlapping next one stands alone.
+        assert!(contains_token("ba.a.a", "a.a"));
     }
 }

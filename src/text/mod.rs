@@ -5,6 +5,7 @@ pub mod detect;
 pub mod fences;
 pub mod hash;
 pub mod keys;
+pub(crate) mod lines;
 pub mod score;
 pub mod sentences;
 pub mod tokens;

@@ -107,7 +107,8 @@ pub(crate) fn score_sentence_keys(
             continue;
         }
         let b = w.as_bytes();
-        if is_camel(w) || is_pascal(w) || is_snake(w) {
+        let shape = Shape::of(b);
+        if shape.camel() || shape.pascal(b.len()) || (shape.has(UNDERSCORE) && is_snake(w)) {
             score += 3.0;
         }
         // Every list word is ASCII letters of 2 to 11 bytes (a cheap test before the lists).
@@ -122,7 +123,7 @@ pub(crate) fn score_sentence_keys(
         if may_list && b[0].is_ascii_uppercase() && (STATUS.contains(&w) || w == "WARN") {
             score += 3.0;
         }
-        if is_vowelless(w) {
+        if shape.vowelless(b.len()) {
             score += 2.0;
         }
         // Number followed by a unit, or with the unit attached.
@@ -138,7 +139,8 @@ pub(crate) fn score_sentence_keys(
                 score += 2.0;
             }
         }
-        if is_grep_ref(raw) {
+        // `clean` only trims, so a word as long as its raw form is the raw form.
+        if (raw.len() != w.len() || shape.has(COLON)) && is_grep_ref(raw) {
             score += 2.0;
         }
     }
@@ -164,6 +166,94 @@ pub(crate) fn score_sentence_keys(
         }
     }
     score
+}
+
+// Byte classes of the scorer's word tests ([`Shape`]).
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 4;
+const UNDERSCORE: u8 = 8;
+const COLON: u8 = 16;
+/// A lower-case vowel (`y` included, as [`is_vowelless`] has it); such a byte is also `LOWER`.
+const VOWEL: u8 = 32;
+/// Anything else: punctuation, white space, non-ASCII bytes.
+const OTHER: u8 = 64;
+
+/// The class of every byte, one lookup per byte.
+const CLASSES: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = match b {
+            b'a' | b'e' | b'i' | b'o' | b'u' | b'y' => LOWER | VOWEL,
+            b'a'..=b'z' => LOWER,
+            b'A'..=b'Z' => UPPER,
+            b'0'..=b'9' => DIGIT,
+            b'_' => UNDERSCORE,
+            b':' => COLON,
+            _ => OTHER,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// The byte classes of a word: of its first byte, its second, and the rest OR-ed together.
+/// One pass answers [`is_camel`], [`is_pascal`] and [`is_vowelless`] exactly, and tells when
+/// [`is_snake`] and [`is_grep_ref`] cannot hold, so most words skip their scans.
+struct Shape {
+    first: u8,
+    second: u8,
+    rest: u8,
+}
+
+impl Shape {
+    fn of(b: &[u8]) -> Shape {
+        let class = |i: usize| b.get(i).map_or(0, |&c| CLASSES[c as usize]);
+        let rest = b
+            .get(2..)
+            .unwrap_or_default()
+            .iter()
+            .fold(0, |m, &c| m | CLASSES[c as usize]);
+        Shape {
+            first: class(0),
+            second: class(1),
+            rest,
+        }
+    }
+
+    fn all(&self) -> u8 {
+        self.first | self.second | self.rest
+    }
+
+    fn has(&self, class: u8) -> bool {
+        self.all() & class != 0
+    }
+
+    /// Letters and digits only.
+    fn alphanumeric(&self) -> bool {
+        self.all() & (UNDERSCORE | COLON | OTHER) == 0
+    }
+
+    /// [`is_camel`].
+    fn camel(&self) -> bool {
+        self.first & LOWER != 0 && (self.second | self.rest) & UPPER != 0 && self.alphanumeric()
+    }
+
+    /// [`is_pascal`] of a word of `len` bytes.
+    fn pascal(&self, len: usize) -> bool {
+        len > 2
+            && self.first & UPPER != 0
+            && self.second & LOWER != 0
+            && self.rest & UPPER != 0
+            && self.alphanumeric()
+    }
+
+    /// [`is_vowelless`] of a word of `len` bytes.
+    fn vowelless(&self, len: usize) -> bool {
+        len >= 3 && self.all() & !LOWER == 0
+    }
 }
 
 /// Whether `w` is one of `list`'s lower-case ASCII words, ignoring ASCII case.
@@ -291,6 +381,9 @@ fn is_snake(w: &str) -> bool {
         && t.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
+/// A vowelless abbreviation (`npm`, `ssh`): the scorer asks [`Shape::vowelless`]; this is its
+/// oracle in the tests.
+#[cfg_attr(not(test), allow(dead_code))]
 fn is_vowelless(w: &str) -> bool {
     w.len() >= 3
         && w.bytes().all(|b| b.is_ascii_lowercase())
@@ -447,7 +540,8 @@ mod tests {
                 "(Sure|OK|thanks|However|MUST|note|Note|but|PASS|FAIL|WARN|WARNING|Passed|npm|ssh|the|a|\
                  10|3\\.5|1,200|500MB|30|ms|seconds|Mb|x|%|45%|parseConfig|WebSocket|snake_case|_x_|\
                  src/app\\.ts:42|a\\.rs:7:|time:12|`code`|v1\\.2\\.3|https://x\\.org|É|über|中文|😀|\
-                 \\(ok\\)|\"Sure,\"|--flag|key\\.|\\[note\\]|\u{a0}|\u{2003}|\u{3000})",
+                 \\(ok\\)|\"Sure,\"|--flag|key\\.|\\[note\\]|\u{a0}|\u{2003}|\u{3000}|\
+                 aB|Ab|AbC|xY:z|x:Yz|\\.\\./:12|\\(\\./x/:7|tsk|TsK|qq_r:s)",
                 0..30,
             ),
             seps in proptest::collection::vec("( |  |\t|\n|\u{a0}|\u{2028}|, |\\. )", 30),

@@ -29,7 +29,7 @@ pub fn paragraphs(text: &str) -> Vec<Range<usize>> {
     let mut start: Option<usize> = None;
     let mut last_end = 0;
     let mut pos = 0;
-    for line in text.split_inclusive('\n') {
+    for line in super::lines::inclusive(text) {
         let blank = line.trim().is_empty();
         if blank {
             if let Some(s) = start.take() {
