@@ -259,13 +259,31 @@ pub fn prose(text: &str, level: Level, terms: &Query) -> String {
         })
         .collect();
     // Primary: the best sentence of each paragraph.
+    // (Paragraphs in order of first appearance; `slot` maps a paragraph to its entry, so long
+    // texts of many paragraphs are not searched sentence by sentence.)
     let mut primary: Vec<(usize, f64)> = Vec::new();
+    let paragraphs = sents.iter().map(|s| s.paragraph + 1).max().unwrap_or(0);
+    let mut slot: Vec<Option<usize>> = vec![None; paragraphs];
     for (i, score) in &scored {
         let p = sents[*i].paragraph;
-        match primary.iter_mut().find(|(j, _)| sents[*j].paragraph == p) {
-            Some(best) if best.1 >= *score => {}
-            Some(best) => *best = (*i, *score),
-            None => primary.push((*i, *score)),
+        match slot.get(p).copied().flatten() {
+            Some(k) => {
+                if let Some(best) = primary.get_mut(k) {
+                    // Kept unless the new score is higher (or either is NaN, as `>=` has it).
+                    if !matches!(
+                        best.1.partial_cmp(score),
+                        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+                    ) {
+                        *best = (*i, *score);
+                    }
+                }
+            }
+            None => {
+                if let Some(entry) = slot.get_mut(p) {
+                    *entry = Some(primary.len());
+                }
+                primary.push((*i, *score));
+            }
         }
     }
     let by_score = |v: &mut Vec<(usize, f64)>| {
