@@ -21,8 +21,9 @@
 //   git clone https://github.com/SimplyLiz/ContextCompressionEngine /tmp/cce
 //   (cd /tmp/cce && git checkout 1d7a8c3 && npm ci --ignore-scripts && npx tsc -p .)
 //
-//   node bench/compress_speed.mjs [--rounds N] [--no-native]     (after scripts/build-pkg;
-//   npm ci in bench/ installs gpt-tokenizer, the budget's tokenizer)
+//   node --expose-gc bench/compress_speed.mjs [--rounds N] [--no-native]
+//   (after scripts/build-pkg; npm ci in bench/ installs gpt-tokenizer, the budget's tokenizer;
+//   with --expose-gc each engine's block starts on a collected heap)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
