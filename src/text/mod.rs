@@ -15,7 +15,7 @@ pub use tokens::{count_chars, estimate_tokens, measure};
 
 /// Test texts made of generated words, each followed by a separator taken in turn (the
 /// proptests of the scorer and the detectors build their inputs this way).
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn interleave(words: &[String], seps: &[String]) -> String {
     let mut text = String::new();
     for (i, w) in words.iter().enumerate() {
