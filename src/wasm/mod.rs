@@ -474,6 +474,78 @@ pub fn compress_parts_js(
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
 ) -> Result<JsValue, JsValue> {
+    compress_parts_text(json, options, embedder, use_embedder, count_tokens)
+}
+
+/// [`compress_parts_js`] on messages JS wrote as `units` UTF-16 code units at
+/// `watermarkInput(units)` in pieces: `bounds` are the pieces' ends, the first, third, … piece
+/// JSON text, the second, fourth, … a string value to be written as `JSON.stringify` writes a
+/// string (see `pkg-template/common.js`: in Node, `compress` on objects sends the long string
+/// members of its messages so, because V8's `JSON.stringify` escapes them slowly). The pieces
+/// make the very text `JSON.stringify(messages)` would have made, UTF-8 encoded.
+#[wasm_bindgen(js_name = compressPartsPieces)]
+pub fn compress_parts_pieces(
+    units: usize,
+    bounds: &[u32],
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    let (input, mut text) = UTF16_INPUT.with(|buffers| std::mem::take(&mut *buffers.borrow_mut()));
+    let result = match input.get(..units) {
+        Some(written) => {
+            text.clear();
+            let mut start = 0usize;
+            let mut ok = true;
+            for (k, &end) in bounds.iter().enumerate() {
+                let Some(piece) = written.get(start..end as usize) else {
+                    ok = false;
+                    break;
+                };
+                if k % 2 == 0 {
+                    crate::watermark::utf16::append_utf8(piece, &mut text);
+                } else {
+                    crate::watermark::utf16::append_json_string(piece, &mut text);
+                }
+                start = end as usize;
+            }
+            match std::str::from_utf8(&text) {
+                Ok(json) if ok && start == units => {
+                    compress_parts_text(json, options, embedder, use_embedder, count_tokens)
+                }
+                Ok(_) => Err(js_error(Error::new(
+                    ErrorKind::Internal,
+                    "messages",
+                    "the pieces do not cover the input written",
+                ))),
+                Err(e) => Err(js_error(Error::new(
+                    ErrorKind::Internal,
+                    "messages",
+                    e.to_string(),
+                ))),
+            }
+        }
+        None => Err(js_error(Error::new(
+            ErrorKind::Internal,
+            "messages",
+            "no input was written (call watermarkInput first)",
+        ))),
+    };
+    if 2 * input.capacity() + text.capacity() <= UTF16_KEEP_BYTES {
+        UTF16_INPUT.with(|buffers| *buffers.borrow_mut() = (input, text));
+    }
+    result
+}
+
+/// The body of [`compress_parts_js`].
+fn compress_parts_text(
+    json: &str,
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
     let compressed = with_context(
         &options,
         embedder,

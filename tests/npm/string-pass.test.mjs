@@ -130,3 +130,62 @@ test('applyWatermarkJson reads texts of every kind of character at every block o
     assert.equal(applyWatermarkJson(plain, null).json, plain);
   }
 });
+
+test('compress on objects in Node: long strings quoted in wasm give the text JSON.stringify gives (ids, outputs, errors)', async () => {
+  const { compress, compressJson } = await import(new URL('pkg/node.js', root).href);
+  // Every kind of unit JSON.stringify escapes or encodes (lone surrogates: below).
+  const chars = ['a', ' ', 'é', '中', '😀', '"', '\\', '\n', '\t', '\r', '\b', '\f',
+    '\u0000', '\u001f', '\u007f', '\u2028', '/', '<'];
+  const next = rng(11);
+  const prose = (n) => {
+    // Sentences (so old messages get summaries, and ids of their exact text) with a random
+    // run of special units at a random offset, around the 8-unit steps.
+    let t = '';
+    while (t.length < n) {
+      t += 'The deploy of service alpha failed at step 3 after 45 seconds. ';
+      let run = '';
+      for (let k = Math.floor(next() * 12); k > 0; k--) run += chars[Math.floor(next() * chars.length)];
+      t += 'x'.repeat(Math.floor(next() * 9)) + run + ' ';
+    }
+    return t;
+  };
+  for (let round = 0; round < 12; round++) {
+    const messages = [];
+    for (let i = 0; i < 9; i++) {
+      messages.push({ role: i % 2 ? 'assistant' : 'user', content: prose(300 + Math.floor(next() * 900)), ...(i === 2 ? { name: 'x', meta: { n: 1, skip: undefined }, gone: undefined } : {}) });
+    }
+    const objects = compress(messages, {});
+    const text = compressJson(JSON.stringify(messages), {});
+    assert.ok(objects.stats.summarized > 0, `round ${round}: something is summarised`);
+    assert.deepEqual(JSON.parse(JSON.stringify(objects.messages)), JSON.parse(text.json), `round ${round}`);
+    assert.deepEqual(Object.keys(objects.verbatim), Object.keys(JSON.parse(text.verbatim)), `round ${round}: the same ids`);
+  }
+  // What JSON.stringify writes by its own rules: members with toJSON, class instances, holes.
+  class Note { constructor() { this.role = 'user'; this.content = prose(400); } }
+  const odd = [
+    { role: 'user', content: prose(400), at: new Date(0) },
+    new Note(),
+    { role: 'assistant', content: prose(400), toJSON() { return { role: 'assistant', content: 'replaced' }; } },
+    { role: 'user', content: prose(400) },
+    { role: 'assistant', content: 'short' },
+  ];
+  const a = compress(odd, {});
+  const b = compressJson(JSON.stringify(odd), {});
+  assert.deepEqual(JSON.parse(JSON.stringify(a.messages)), JSON.parse(b.json));
+  assert.deepEqual(Object.keys(a.verbatim), Object.keys(JSON.parse(b.verbatim)));
+  // A lone surrogate: JSON.stringify writes it as an escape the core's JSON reader refuses
+  // (serde_json), on both paths alike.
+  for (const lone of ['\ud83d', '\ude00']) {
+    const m = [{ role: 'user', content: prose(300) + lone + prose(40) }];
+    const caught = (f) => { try { f(); } catch (e) { return `${e.code} ${e.message}`; } return 'no error'; };
+    const fromText = caught(() => compressJson(JSON.stringify(m), {}));
+    assert.match(fromText, /^invalid_json .*surrogate|^invalid_json .*hex escape/);
+    // The same message, at the same column: the same text was read.
+    assert.equal(caught(() => compress(m, {})), fromText);
+  }
+  // Errors are the plain path's.
+  const cyclic = { role: 'user', content: prose(300) };
+  cyclic.self = { back: cyclic };
+  assert.throws(() => compress([cyclic], {}), (e) => e.code === 'invalid_input' && e.path === 'messages');
+  assert.throws(() => compress([{ role: 'user', content: prose(300), n: 1n }], {}), (e) => e.code === 'invalid_input');
+});
