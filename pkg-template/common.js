@@ -68,7 +68,7 @@ function piecesOf(messages) {
     const m = messages[i];
     if (m === null || typeof m !== 'object' || Array.isArray(m) || typeof m.toJSON === 'function'
       || Object.getPrototypeOf(m) !== Object.prototype) {
-      json += JSON.stringify(m) ?? 'null';
+      json += element(m, i);
       continue;
     }
     const keys = Object.keys(m);
@@ -98,6 +98,17 @@ function piecesOf(messages) {
   }
   texts.push(json + ']');
   return texts;
+}
+
+/** `messages[i]` as `JSON.stringify(messages)` writes it: a `toJSON` (a BigInt's too) gets the
+ * index as its key, as there; what writes nothing (`undefined`, a function) is `null`. */
+function element(m, i) {
+  if (typeof m === 'bigint' || (typeof m === 'object' && m !== null && typeof m.toJSON === 'function')) {
+    const key = String(i);
+    const holder = JSON.stringify({ [key]: m });
+    return holder === '{}' ? 'null' : holder.slice(JSON.stringify(key).length + 2, -1);
+  }
+  return JSON.stringify(m) ?? 'null';
 }
 
 function guard(f) {

@@ -162,17 +162,27 @@ test('compress on objects in Node: long strings quoted in wasm give the text JSO
   }
   // What JSON.stringify writes by its own rules: members with toJSON, class instances, holes.
   class Note { constructor() { this.role = 'user'; this.content = prose(400); } }
+  const [p1, p2] = [prose(400), prose(300)];
   const odd = [
-    { role: 'user', content: prose(400), at: new Date(0) },
+    // A toJSON that reads its key: JSON.stringify(messages) passes the index.
+    { role: 'user', toJSON(key) { return { role: 'user', content: `message ${key}: ${p1}` }; } },
+    { role: 'assistant', content: prose(400), at: new Date(0) },
     new Note(),
-    { role: 'assistant', content: prose(400), toJSON() { return { role: 'assistant', content: 'replaced' }; } },
-    { role: 'user', content: prose(400) },
-    { role: 'assistant', content: 'short' },
+    { role: 'assistant', content: prose(400), toJSON() { return { role: 'assistant', content: `replaced ${p2}` }; } },
+    { role: 'assistant', content: prose(400) },
+    { role: 'user', content: 'short one' },
+    { role: 'assistant', content: 'short two' },
+    { role: 'user', content: 'short three' },
+    { role: 'assistant', content: 'short four' },
   ];
   const a = compress(odd, {});
   const b = compressJson(JSON.stringify(odd), {});
-  assert.deepEqual(JSON.parse(JSON.stringify(a.messages)), JSON.parse(b.json));
+  // (Untouched messages are the caller's objects: stringified again at another index, a
+  // key-reading toJSON would write another text, so the texts are compared through the ids.)
+  assert.deepEqual(a.stats, b.stats);
   assert.deepEqual(Object.keys(a.verbatim), Object.keys(JSON.parse(b.verbatim)));
+  assert.ok(Object.keys(a.verbatim).length >= 3, 'the odd messages are summarised (their ids are hashes of their text)');
+  assert.equal(a.messages.length, JSON.parse(b.json).length);
   // A lone surrogate: JSON.stringify writes it as an escape the core's JSON reader refuses
   // (serde_json), on both paths alike.
   for (const lone of ['\ud83d', '\ude00']) {
@@ -183,6 +193,10 @@ test('compress on objects in Node: long strings quoted in wasm give the text JSO
     // The same message, at the same column: the same text was read.
     assert.equal(caught(() => compress(m, {})), fromText);
   }
+  // A message that writes nothing is `null` on both paths (and not a message).
+  const nothing = [{ toJSON() { return undefined; } }];
+  const fromText = (() => { try { compressJson(JSON.stringify(nothing), {}); } catch (e) { return e.message; } })();
+  assert.throws(() => compress(nothing, {}), (e) => e.message === fromText && e.code === 'invalid_message');
   // Errors are the plain path's.
   const cyclic = { role: 'user', content: prose(300) };
   cyclic.self = { back: cyclic };
