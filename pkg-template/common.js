@@ -50,65 +50,81 @@ function stringifyMessages(messages) {
 const LONG_STRING = 256;
 
 /**
- * `JSON.stringify(messages)` in pieces: JSON text, then a long string member's raw value, then
- * JSON text, and so on (`texts`, starting and ending with JSON text). In Node the core writes
- * the long strings as `JSON.stringify` would (it is several times faster than V8 11 at
- * escaping them; `compressPartsPieces`), so the joined result is the same text byte for byte.
- * A message that is not a plain object, has `toJSON`, or any member that is not a long string
- * is written by `JSON.stringify` itself, so every rule of it (key order, omitted `undefined`s,
- * nested `toJSON`s, the errors) is its own. `undefined` for what is not an array (or has its
- * own `toJSON`): then `JSON.stringify` writes it all.
+ * `JSON.stringify(messages)` in pieces: JSON text, then a long string's raw value, then JSON
+ * text, and so on (`texts`, starting and ending with JSON text). In Node the core writes the
+ * long strings as `JSON.stringify` would (it is several times faster than V8 11 at escaping
+ * them; `compressPartsPieces`), so the joined result is the same text byte for byte. Plain
+ * objects and arrays are walked (to a depth of 6: message, content, block, …) and their long
+ * string values split off; every other value is written by `JSON.stringify` itself (one with a
+ * `toJSON`, or a BigInt, through a holder so its `toJSON` gets its key), so every rule of it —
+ * key order, omitted `undefined`s, `null` for what an array cannot hold, the errors — is its
+ * own. `undefined` for what is not an array (or has its own `toJSON`): then `JSON.stringify`
+ * writes it all.
  */
 function piecesOf(messages) {
   if (!Array.isArray(messages) || typeof messages.toJSON === 'function') return undefined;
   const texts = [];
-  let json = '[';
-  for (let i = 0; i < messages.length; i++) {
-    if (i > 0) json += ',';
-    const m = messages[i];
-    if (m === null || typeof m !== 'object' || Array.isArray(m) || typeof m.toJSON === 'function'
-      || Object.getPrototypeOf(m) !== Object.prototype) {
-      json += element(m, i);
-      continue;
+  let json = '';
+  // Appends value `v` held under `key` (a string, or an index for an array element).
+  const write = (v, key, depth) => {
+    if (typeof v === 'string') {
+      if (v.length >= LONG_STRING) {
+        texts.push(json, v);
+        json = '';
+      } else {
+        json += JSON.stringify(v);
+      }
+      return;
     }
-    const keys = Object.keys(m);
-    const values = keys.map((key) => m[key]);
-    // A member's own toJSON would be called with its key (JSON.stringify(value) passes ''),
-    // and a BigInt's too: such a message is written by JSON.stringify whole.
-    if (values.some((v) => typeof v === 'bigint'
-      || (typeof v === 'object' && v !== null && typeof v.toJSON === 'function'))) {
-      json += JSON.stringify(m);
-      continue;
+    if (typeof v !== 'object' || v === null || depth > 6 || typeof v.toJSON === 'function') {
+      json += held(v, key) ?? 'null'; // `undefined` is handled by the callers
+      return;
+    }
+    if (Array.isArray(v)) {
+      json += '[';
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) json += ',';
+        const e = v[i];
+        if (e === undefined || typeof e === 'function' || typeof e === 'symbol') json += 'null';
+        else write(e, String(i), depth + 1);
+      }
+      json += ']';
+      return;
+    }
+    if (Object.getPrototypeOf(v) !== Object.prototype) {
+      json += held(v, key) ?? 'null';
+      return;
     }
     json += '{';
     let first = true;
-    for (let k = 0; k < keys.length; k++) {
-      const v = values[k];
-      if (typeof v === 'string' && v.length >= LONG_STRING) {
-        texts.push(json + (first ? '' : ',') + JSON.stringify(keys[k]) + ':', v);
-        json = '';
-      } else {
-        const member = JSON.stringify(v);
-        if (member === undefined) continue;
-        json += (first ? '' : ',') + JSON.stringify(keys[k]) + ':' + member;
-      }
+    for (const k of Object.keys(v)) {
+      const member = v[k];
+      if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
+      // A member whose toJSON answers undefined is left out as JSON.stringify leaves it out.
+      const own = typeof member === 'bigint'
+        || (typeof member === 'object' && member !== null && typeof member.toJSON === 'function')
+        ? held(member, k) : null;
+      if (own === undefined) continue;
+      json += (first ? '' : ',') + JSON.stringify(k) + ':';
+      if (own !== null) json += own;
+      else write(member, k, depth + 1);
       first = false;
     }
     json += '}';
-  }
-  texts.push(json + ']');
+  };
+  write(messages, '', 0);
+  texts.push(json);
   return texts;
 }
 
-/** `messages[i]` as `JSON.stringify(messages)` writes it: a `toJSON` (a BigInt's too) gets the
- * index as its key, as there; what writes nothing (`undefined`, a function) is `null`. */
-function element(m, i) {
-  if (typeof m === 'bigint' || (typeof m === 'object' && m !== null && typeof m.toJSON === 'function')) {
-    const key = String(i);
-    const holder = JSON.stringify({ [key]: m });
-    return holder === '{}' ? 'null' : holder.slice(JSON.stringify(key).length + 2, -1);
+/** `v` as `JSON.stringify` writes it when held under `key` (its `toJSON` gets the key), or
+ * `undefined` when it writes nothing there. */
+function held(v, key) {
+  if (typeof v === 'bigint' || (typeof v === 'object' && v !== null && typeof v.toJSON === 'function')) {
+    const holder = JSON.stringify({ [key]: v });
+    return holder === '{}' ? undefined : holder.slice(JSON.stringify(key).length + 2, -1);
   }
-  return JSON.stringify(m) ?? 'null';
+  return JSON.stringify(v);
 }
 
 function guard(f) {

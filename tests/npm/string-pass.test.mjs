@@ -160,6 +160,40 @@ test('compress on objects in Node: long strings quoted in wasm give the text JSO
     assert.deepEqual(JSON.parse(JSON.stringify(objects.messages)), JSON.parse(text.json), `round ${round}`);
     assert.deepEqual(Object.keys(objects.verbatim), Object.keys(JSON.parse(text.verbatim)), `round ${round}: the same ids`);
   }
+  // Long strings nested in blocks (Anthropic text and tool_result blocks, OpenAI tool calls),
+  // next to what JSON.stringify writes by its own rules at every depth: undefined and functions
+  // in arrays (null) and objects (left out), a nested toJSON reading its key, a null-prototype
+  // object, a boxed string, nesting deeper than the walk.
+  for (let round = 0; round < 6; round++) {
+    const deep = { a: { b: { c: { d: { e: { f: { g: prose(300) } } } } } } };
+    const bare = Object.assign(Object.create(null), { note: prose(280) });
+    const tail = [
+      { role: 'assistant', content: prose(600) },
+      { role: 'user', content: 'short a' },
+      { role: 'assistant', content: 'short b' },
+      { role: 'user', content: 'short c' },
+      { role: 'assistant', content: 'short d' },
+    ];
+    const anthropic = [
+      { role: 'user', content: [{ type: 'text', text: prose(500) }, { type: 'text', text: 'short' }] },
+      { role: 'assistant', content: [{ type: 'text', text: prose(400) }, { type: 'tool_use', id: `t${round}`, name: 'read', input: { path: 'a.rs', why: prose(260), list: [1, undefined, () => 1, 'x'], deep } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `t${round}`, content: prose(900), extra: undefined, when: { toJSON: (key) => `key:${key}` }, bare, boxed: new String(prose(270)) }] },
+      ...tail,
+    ];
+    const openai = [
+      { role: 'user', content: prose(500) },
+      { role: 'assistant', content: null, tool_calls: [{ id: `c${round}`, type: 'function', function: { name: 'f', arguments: JSON.stringify({ q: prose(300) }) } }] },
+      { role: 'tool', tool_call_id: `c${round}`, content: prose(700), meta: { deep, bare } },
+      ...tail,
+    ];
+    for (const messages of [anthropic, openai]) {
+      const a = compress(messages, {});
+      const b = compressJson(JSON.stringify(messages), {});
+      assert.deepEqual(a.stats, b.stats, `nested round ${round}`);
+      assert.deepEqual(Object.keys(a.verbatim), Object.keys(JSON.parse(b.verbatim)), `nested round ${round}: the same ids`);
+      assert.ok(Object.keys(a.verbatim).length > 0, `nested round ${round}: something is summarised`);
+    }
+  }
   // What JSON.stringify writes by its own rules: members with toJSON, class instances, holes.
   class Note { constructor() { this.role = 'user'; this.content = prose(400); } }
   const [p1, p2] = [prose(400), prose(300)];
