@@ -7,6 +7,10 @@
 //! text). The units are encoded here instead, 64 at a time while they are ASCII. An unpaired
 //! surrogate becomes U+FFFD, as `TextEncoder` does, so the bytes are the ones wasm-bindgen
 //! would have passed.
+//!
+//! `compress` on objects (the JS entry in Node) also sends its messages' long strings this way,
+//! raw: [`append_json_string`] writes each as `JSON.stringify` would, so the message text the
+//! core reads is the one `JSON.stringify(messages)` makes (`compressPartsPieces`).
 
 /// Writes the UTF-8 form of `units` into `out` (cleared first; its capacity is reused).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
