@@ -480,9 +480,9 @@ pub fn compress_parts_js(
 /// [`compress_parts_js`] on messages JS wrote as `units` UTF-16 code units at
 /// `watermarkInput(units)` in pieces: `bounds` are the pieces' ends, the first, third, … piece
 /// JSON text, the second, fourth, … a string value to be written as `JSON.stringify` writes a
-/// string (see `pkg-template/common.js`: in Node, `compress` on objects sends the long string
-/// members of its messages so, because V8's `JSON.stringify` escapes them slowly). The pieces
-/// make the very text `JSON.stringify(messages)` would have made, UTF-8 encoded.
+/// string (see `pkg-template/common.js`: in Node, `compress` on objects sends the long strings
+/// of its messages so, because V8's `JSON.stringify` escapes them slowly). The pieces make the
+/// very text `JSON.stringify(messages)` would have made, UTF-8 encoded.
 #[wasm_bindgen(js_name = compressPartsPieces)]
 pub fn compress_parts_pieces(
     units: usize,
