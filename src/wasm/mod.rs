@@ -241,26 +241,41 @@ pub fn watermark_json_parts_utf16(
     state: JsValue,
     options: JsValue,
 ) -> Result<JsValue, JsValue> {
-    // Taken out for the call (a call made meanwhile, from a toJSON of the options, gets buffers
-    // of its own).
+    with_utf16_input(
+        units,
+        "json",
+        |written, text| {
+            utf16_to_utf8(written, text);
+            Ok(())
+        },
+        |json| watermark_json_parts(json, state, options),
+    )
+}
+
+/// Runs `f` on the UTF-8 text `encode` makes of the `units` UTF-16 code units JS wrote at
+/// `watermarkInput(units)`; errors (no input written, a refusal of `encode`, text that is not
+/// UTF-8) are internal ones at `path`. The buffers are taken out of [`UTF16_INPUT`] for the
+/// call (a call made meanwhile, from a callback or a toJSON, gets buffers of its own) and kept
+/// for the next one unless they are large.
+fn with_utf16_input(
+    units: usize,
+    path: &str,
+    encode: impl FnOnce(&[u16], &mut Vec<u8>) -> Result<(), &'static str>,
+    f: impl FnOnce(&str) -> Result<JsValue, JsValue>,
+) -> Result<JsValue, JsValue> {
+    let internal = |reason: String| js_error(Error::new(ErrorKind::Internal, path, reason));
     let (input, mut text) = UTF16_INPUT.with(|buffers| std::mem::take(&mut *buffers.borrow_mut()));
     let result = match input.get(..units) {
-        Some(written) => {
-            utf16_to_utf8(written, &mut text);
-            match std::str::from_utf8(&text) {
-                Ok(json) => watermark_json_parts(json, state, options),
-                Err(e) => Err(js_error(Error::new(
-                    ErrorKind::Internal,
-                    "json",
-                    e.to_string(),
-                ))),
-            }
-        }
-        None => Err(js_error(Error::new(
-            ErrorKind::Internal,
-            "json",
-            "no input was written (call watermarkInput first)",
-        ))),
+        Some(written) => match encode(written, &mut text) {
+            Ok(()) => match std::str::from_utf8(&text) {
+                Ok(json) => f(json),
+                Err(e) => Err(internal(e.to_string())),
+            },
+            Err(reason) => Err(internal(reason.to_string())),
+        },
+        None => Err(internal(
+            "no input was written (call watermarkInput first)".to_string(),
+        )),
     };
     // Kept for the next call unless they are large (a rare huge input should not hold its
     // buffers for the life of the module: freed, the allocator reuses the memory).
@@ -474,78 +489,6 @@ pub fn compress_parts_js(
     use_embedder: bool,
     count_tokens: Option<js_sys::Function>,
 ) -> Result<JsValue, JsValue> {
-    compress_parts_text(json, options, embedder, use_embedder, count_tokens)
-}
-
-/// [`compress_parts_js`] on messages JS wrote as `units` UTF-16 code units at
-/// `watermarkInput(units)` in pieces: `bounds` are the pieces' ends, the first, third, … piece
-/// JSON text, the second, fourth, … a string value to be written as `JSON.stringify` writes a
-/// string (see `pkg-template/common.js`: in Node, `compress` on objects sends the long strings
-/// of its messages so, because V8's `JSON.stringify` escapes them slowly). The pieces make the
-/// very text `JSON.stringify(messages)` would have made, UTF-8 encoded.
-#[wasm_bindgen(js_name = compressPartsPieces)]
-pub fn compress_parts_pieces(
-    units: usize,
-    bounds: &[u32],
-    options: JsValue,
-    embedder: &retrieve::WasmEmbedder,
-    use_embedder: bool,
-    count_tokens: Option<js_sys::Function>,
-) -> Result<JsValue, JsValue> {
-    let (input, mut text) = UTF16_INPUT.with(|buffers| std::mem::take(&mut *buffers.borrow_mut()));
-    let result = match input.get(..units) {
-        Some(written) => {
-            text.clear();
-            let mut start = 0usize;
-            let mut ok = true;
-            for (k, &end) in bounds.iter().enumerate() {
-                let Some(piece) = written.get(start..end as usize) else {
-                    ok = false;
-                    break;
-                };
-                if k % 2 == 0 {
-                    crate::watermark::utf16::append_utf8(piece, &mut text);
-                } else {
-                    crate::watermark::utf16::append_json_string(piece, &mut text);
-                }
-                start = end as usize;
-            }
-            match std::str::from_utf8(&text) {
-                Ok(json) if ok && start == units => {
-                    compress_parts_text(json, options, embedder, use_embedder, count_tokens)
-                }
-                Ok(_) => Err(js_error(Error::new(
-                    ErrorKind::Internal,
-                    "messages",
-                    "the pieces do not cover the input written",
-                ))),
-                Err(e) => Err(js_error(Error::new(
-                    ErrorKind::Internal,
-                    "messages",
-                    e.to_string(),
-                ))),
-            }
-        }
-        None => Err(js_error(Error::new(
-            ErrorKind::Internal,
-            "messages",
-            "no input was written (call watermarkInput first)",
-        ))),
-    };
-    if 2 * input.capacity() + text.capacity() <= UTF16_KEEP_BYTES {
-        UTF16_INPUT.with(|buffers| *buffers.borrow_mut() = (input, text));
-    }
-    result
-}
-
-/// The body of [`compress_parts_js`].
-fn compress_parts_text(
-    json: &str,
-    options: JsValue,
-    embedder: &retrieve::WasmEmbedder,
-    use_embedder: bool,
-    count_tokens: Option<js_sys::Function>,
-) -> Result<JsValue, JsValue> {
     let compressed = with_context(
         &options,
         embedder,
@@ -588,6 +531,48 @@ fn compress_parts_text(
         ("stats", to_js(&parts.stats)?),
         ("trace", trace_js(&parts.trace)?),
     ])
+}
+
+/// [`compress_parts_js`] on messages JS wrote as `units` UTF-16 code units at
+/// `watermarkInput(units)` in pieces: `bounds` are the pieces' ends, the first, third, … piece
+/// JSON text, the second, fourth, … a string value to be written as `JSON.stringify` writes a
+/// string (see `pkg-template/common.js`: in Node, `compress` on objects sends the long strings
+/// of its messages so, because V8's `JSON.stringify` escapes them slowly). The pieces make the
+/// very text `JSON.stringify(messages)` would have made, UTF-8 encoded.
+#[wasm_bindgen(js_name = compressPartsPieces)]
+pub fn compress_parts_pieces(
+    units: usize,
+    bounds: &[u32],
+    options: JsValue,
+    embedder: &retrieve::WasmEmbedder,
+    use_embedder: bool,
+    count_tokens: Option<js_sys::Function>,
+) -> Result<JsValue, JsValue> {
+    with_utf16_input(
+        units,
+        "messages",
+        |written, text| {
+            text.clear();
+            let mut start = 0usize;
+            for (k, &end) in bounds.iter().enumerate() {
+                let piece = written
+                    .get(start..end as usize)
+                    .ok_or("the pieces do not cover the input written")?;
+                if k % 2 == 0 {
+                    crate::watermark::utf16::append_utf8(piece, text);
+                } else {
+                    crate::watermark::utf16::append_json_string(piece, text);
+                }
+                start = end as usize;
+            }
+            if start == units {
+                Ok(())
+            } else {
+                Err("the pieces do not cover the input written")
+            }
+        },
+        |json| compress_parts_js(json, options, embedder, use_embedder, count_tokens),
+    )
 }
 
 /// Reads the options and builds the call's context (the embedder when `use_embedder`, the
