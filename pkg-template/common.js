@@ -101,9 +101,7 @@ function piecesOf(messages) {
       const member = v[k];
       if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
       // A member whose toJSON answers undefined is left out as JSON.stringify leaves it out.
-      const own = typeof member === 'bigint'
-        || (typeof member === 'object' && member !== null && typeof member.toJSON === 'function')
-        ? held(member, k) : null;
+      const own = writesItself(member) ? held(member, k) : null;
       if (own === undefined) continue;
       json += (first ? '' : ',') + JSON.stringify(k) + ':';
       if (own !== null) json += own;
@@ -117,10 +115,16 @@ function piecesOf(messages) {
   return texts;
 }
 
+/** Whether JSON.stringify hands `v` to a `toJSON` with its key: an object with one, or a
+ * BigInt (through `BigInt.prototype.toJSON`, if any: else it throws). */
+function writesItself(v) {
+  return typeof v === 'bigint' || (typeof v === 'object' && v !== null && typeof v.toJSON === 'function');
+}
+
 /** `v` as `JSON.stringify` writes it when held under `key` (its `toJSON` gets the key), or
  * `undefined` when it writes nothing there. */
 function held(v, key) {
-  if (typeof v === 'bigint' || (typeof v === 'object' && v !== null && typeof v.toJSON === 'function')) {
+  if (writesItself(v)) {
     const holder = JSON.stringify({ [key]: v });
     return holder === '{}' ? undefined : holder.slice(JSON.stringify(key).length + 2, -1);
   }
