@@ -66,13 +66,14 @@ mod wasm {
                 .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
         }
 
-        /// `{castsFolded, loadMs}` (JSON text).
+        /// `{castsFolded, nodesRepaired, loadMs}` (JSON text).
         #[wasm_bindgen(js_name = loadInfo)]
         pub fn load_info(&self) -> String {
             match self.inner.load_info() {
                 Some(i) => format!(
-                    "{{\"castsFolded\":{},\"loadMs\":{}}}",
+                    "{{\"castsFolded\":{},\"nodesRepaired\":{},\"loadMs\":{}}}",
                     i.casts_folded,
+                    i.nodes_repaired,
                     if i.load_ms.is_finite() {
                         i.load_ms
                     } else {

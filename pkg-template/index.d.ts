@@ -607,8 +607,11 @@ export interface Embedder {
   identity(): EmbedderIdentity;
   /** One unit-length `Float32Array` (384 values) per text, in input order. @throws {CondenseError} */
   embed(texts: string[]): Float32Array[];
-  /** How a model embedder was loaded (`null` for the lexical embedder): constant casts folded and load time. */
-  loadInfo(): { castsFolded: number; loadMs: number } | null;
+  /**
+   * How a model embedder was loaded (`null` for the lexical embedder): constant casts folded,
+   * plan nodes run by condense's own evaluation instead of tract's generic fallbacks, and load time.
+   */
+  loadInfo(): { castsFolded: number; nodesRepaired: number; loadMs: number } | null;
   /** Releases the wasm memory (only once no index uses it). */
   free(): void;
 }

@@ -338,6 +338,8 @@ fn identity_names_the_model() {
         .expect("a model embedder has load info");
     eprintln!("load: {info:?}");
     assert!(info.casts_folded > 0, "no constant Cast folded: {info:?}");
+    // The reshapes and the attention mask's broadcast addition of the symbolic plan.
+    assert!(info.nodes_repaired > 0, "no plan node repaired: {info:?}");
 }
 
 #[test]

@@ -36,6 +36,8 @@
 pub mod lexical;
 #[cfg(feature = "embed")]
 mod model;
+#[cfg(feature = "embed")]
+mod ops;
 mod pooling;
 #[cfg(feature = "embed")]
 pub mod tokenizer;
@@ -70,7 +72,8 @@ pub struct EmbedOptions {
     /// seen. Default 256, at most [`MAX_MODEL_TOKENS`] (512). Attention cost grows with its square.
     pub max_tokens: usize,
     /// Texts per model call. Default 32; 1 disables batching. Larger batches amortise per-call
-    /// overhead; texts are grouped by length, so padding stays small.
+    /// overhead; texts are grouped by length, so padding stays small. Values over 4096 run as
+    /// calls of 4096 texts.
     pub batch_size: usize,
     /// Threads for the model's matrix products, natively: each product's output tiles are
     /// shared out over a pool of this many threads (the embedder's own), each tile computed as
@@ -207,6 +210,10 @@ pub const MODEL_PIPELINE_VERSION: u32 = 1;
 pub struct LoadInfo {
     /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
     pub casts_folded: usize,
+    /// Nodes of the model's plan that run through condense's own evaluation instead of tract's
+    /// generic fallbacks (reshapes that reset unit-axis strides, broadcast additions and
+    /// multiplications; see `src/embed/ops.rs`). Same values, faster.
+    pub nodes_repaired: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,
 }
@@ -352,6 +359,7 @@ impl Embedder {
         };
         let load = LoadInfo {
             casts_folded: model.casts_folded,
+            nodes_repaired: model.repaired,
             load_ms: crate::clock::now_ms() - start,
         };
         Ok(Embedder {
@@ -521,7 +529,7 @@ impl MiniLm {
         let mut out = vec![[0f32; DIMS]; texts.len()];
         let pad = i64::from(self.tokenizer.pad_id());
         let mut done = 0;
-        for batch in order.chunks(self.batch_size) {
+        for batch in order.chunks(self.batch_size.clamp(1, model::MAX_BATCH)) {
             let seq = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(0);
             let mut ids = Vec::with_capacity(batch.len() * seq);
             let mut mask = Vec::with_capacity(batch.len() * seq);

@@ -65,6 +65,8 @@ pub(crate) struct Model {
     output: usize,
     /// Number of constant casts folded at load (for tests and diagnostics).
     pub(crate) casts_folded: usize,
+    /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic).
+    pub(crate) repaired: usize,
     /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
     #[cfg(not(target_arch = "wasm32"))]
     executor: Option<tract_linalg::multithread::Executor>,
@@ -196,6 +198,7 @@ impl Model {
             ));
         }
 
+        bound_symbols(&typed).map_err(|e| tract_error("model", "symbol bounds", &e))?;
         let decluttered = if cfg!(target_arch = "wasm32") {
             None
         } else {
@@ -204,6 +207,8 @@ impl Model {
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
+        let repaired =
+            super::ops::natural_strides(&mut typed) + super::ops::blockwise_broadcasts(&mut typed);
         let plan = typed
             .into_runnable()
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
@@ -214,6 +219,7 @@ impl Model {
             inputs,
             output,
             casts_folded,
+            repaired,
             #[cfg(not(target_arch = "wasm32"))]
             executor: thread_pool(threads)?,
         })
@@ -315,6 +321,40 @@ impl Model {
         }
         Ok(data.to_vec())
     }
+}
+
+/// Most texts one run of the model takes (`batch` ≤ this; the embedder splits larger batches).
+pub(crate) const MAX_BATCH: usize = 1 << 12;
+
+/// Tells tract the ranges of the inputs' symbolic dimensions: `batch` in 1..=[`MAX_BATCH`] and
+/// `sequence` in 1..=[`super::MAX_MODEL_TOKENS`] (the first axis of each input is taken as the
+/// batch, the others as lengths). With bounds, tract can prove its element-wise operations
+/// large enough for its fast kernels; unbounded symbols left them on a generic per-element
+/// loop (`batch = 32`, 128 tokens: 16.5 → 26 texts/s natively with the fixes of
+/// `super::ops`). The embedder keeps to both bounds (`max_tokens` ≤ 512, model calls of at
+/// most `MAX_BATCH` texts).
+fn bound_symbols(model: &TypedModel) -> TractResult<()> {
+    let mut seen = Vec::new();
+    for outlet in model.input_outlets()? {
+        let fact = model.outlet_fact(*outlet)?;
+        for (axis, dim) in fact.shape.iter().enumerate() {
+            if let TDim::Sym(sym) = dim {
+                let name = format!("{sym}");
+                if seen.contains(&name) {
+                    continue;
+                }
+                let max = if axis == 0 {
+                    MAX_BATCH
+                } else {
+                    super::MAX_MODEL_TOKENS
+                };
+                model.symbols.add_assertion(format!("{name}>=1"))?;
+                model.symbols.add_assertion(format!("{name}<={max}"))?;
+                seen.push(name);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn tensor_from(shape: &[usize], data: Vec<i64>) -> TractResult<Tensor> {

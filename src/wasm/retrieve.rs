@@ -54,7 +54,7 @@ impl WasmEmbedder {
     /// An embedder whose vectors come from a JS function: `embed(texts: string[])` returns a
     /// `Float32Array` of `texts.length × 384` values (row by row, unit-length rows). `identity`
     /// (`{kind, modelSha256, dims, maxTokens, version}`) says what makes them; `loadInfo` is
-    /// `{castsFolded, loadMs}` or null. `loadEmbedder()` builds MiniLM this way: the model runs
+    /// `{castsFolded, nodesRepaired, loadMs}` or null. `loadEmbedder()` builds MiniLM this way: the model runs
     /// in its own wasm module (`condense_embed_bg.wasm`).
     pub fn external(
         identity: JsValue,
@@ -84,6 +84,8 @@ impl WasmEmbedder {
         #[serde(rename_all = "camelCase")]
         struct Load {
             casts_folded: usize,
+            #[serde(default)]
+            nodes_repaired: usize,
             load_ms: f64,
         }
         let load = match optional_json(&load_info, "loadInfo")? {
@@ -93,6 +95,7 @@ impl WasmEmbedder {
                     read_json(&json, ErrorKind::InvalidOptions, "loadInfo").map_err(js_error)?;
                 Some(LoadInfo {
                     casts_folded: l.casts_folded,
+                    nodes_repaired: l.nodes_repaired,
                     load_ms: l.load_ms,
                 })
             }
@@ -140,13 +143,14 @@ impl WasmEmbedder {
         cfg!(feature = "embed")
     }
 
-    /// `{castsFolded, loadMs}` for a model embedder, `null` for the lexical one.
+    /// `{castsFolded, nodesRepaired, loadMs}` for a model embedder, `null` for the lexical one.
     #[wasm_bindgen(js_name = loadInfo)]
     pub fn load_info(&self) -> Result<JsValue, JsValue> {
         match self.inner.load_info() {
             None => Ok(JsValue::NULL),
             Some(info) => to_js(&serde_json::json!({
                 "castsFolded": info.casts_folded,
+                "nodesRepaired": info.nodes_repaired,
                 "loadMs": info.load_ms,
             })),
         }

@@ -37,6 +37,7 @@ test('loadEmbedder() reads the model shipped in the package and matches onnxrunt
   assert.equal(id.dims, 384);
   assert.equal(id.maxTokens, 256);
   assert.ok(embedder.loadInfo().castsFolded > 0);
+  assert.ok(embedder.loadInfo().nodesRepaired > 0);
   assert.equal(lexicalEmbedder().loadInfo(), null);
   const cases = reference.cases.slice(0, 3);
   const vectors = embedder.embed(cases.map((c) => c.text));
