@@ -237,7 +237,10 @@ mod minilm {
     fn minilm_matches_onnxruntime_in_wasm() {
         let embedder = Embedder::from_bytes(MODEL, TOKENIZER).expect("model loads in wasm");
         assert_eq!(embedder.kind(), EmbedderKind::MiniLm);
-        assert!(embedder.load_info().expect("load info").casts_folded > 0);
+        let info = embedder.load_info().expect("load info");
+        assert!(info.casts_folded > 0);
+        // The matmuls run condense's 8x8 kernel (src/embed/wasm_kernel.rs), among others.
+        assert!(info.nodes_repaired > 40, "{info:?}");
         let reference: Value = serde_json::from_str(REFERENCE).expect("reference fixture");
         let cases = reference["cases"].as_array().expect("cases");
         // Short, medium and the longest (truncated) texts, plus an empty one if present.
@@ -261,6 +264,14 @@ mod minilm {
         // Alone or in a batch: the same vector.
         let alone = embedder.embed_one(texts[0]).expect("embed one");
         assert!(cosine(&alone, &vectors[0]) >= 0.99999);
+    }
+
+    /// The wasm build's 8x8 matmul kernel gives tract's kernel's bits on random programs
+    /// (every fused op, LoadTile, two AddMatMuls, row- and column-major tiles).
+    #[wasm_bindgen_test]
+    fn matmul_kernel_equals_tracts_bit_for_bit() {
+        condense::embed::check_wasm_kernel(0x5eed, 400).expect("same bits");
+        condense::embed::check_wasm_kernel(7, 400).expect("same bits");
     }
 
     #[wasm_bindgen_test]

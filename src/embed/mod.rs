@@ -41,6 +41,8 @@ mod ops;
 mod pooling;
 #[cfg(feature = "embed")]
 pub mod tokenizer;
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_kernel;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -202,6 +204,15 @@ pub struct EmbedderIdentity {
     pub version: u32,
 }
 
+/// Test hook (wasm32 with simd128): runs `programs` random matmul-kernel programs through the
+/// 8×8 f32 kernel the wasm build puts in tract's place and through tract's own, and returns the
+/// first whose results differ in any bit (see `src/embed/wasm_kernel.rs`).
+#[doc(hidden)]
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+pub fn check_wasm_kernel(seed: u64, programs: usize) -> Result<(), String> {
+    wasm_kernel::check_against_tract(seed, programs)
+}
+
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
@@ -210,9 +221,10 @@ pub const MODEL_PIPELINE_VERSION: u32 = 1;
 pub struct LoadInfo {
     /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
     pub casts_folded: usize,
-    /// Nodes of the model's plan that run through condense's own evaluation instead of tract's
-    /// generic fallbacks (reshapes that reset unit-axis strides, broadcast additions and
-    /// multiplications; see `src/embed/ops.rs`). Same values, faster.
+    /// Nodes of the model's plan that run through condense's own code instead of tract's:
+    /// reshapes that reset unit-axis strides and broadcast additions and multiplications
+    /// (`src/embed/ops.rs`), and in wasm the matmuls that use condense's 8×8 f32 kernel
+    /// (`src/embed/wasm_kernel.rs`). Same values (bit for bit), faster.
     pub nodes_repaired: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,

@@ -65,7 +65,8 @@ pub(crate) struct Model {
     output: usize,
     /// Number of constant casts folded at load (for tests and diagnostics).
     pub(crate) casts_folded: usize,
-    /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic).
+    /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic) or,
+    /// in wasm, given condense's matmul kernel (`super::wasm_kernel`).
     pub(crate) repaired: usize,
     /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
     #[cfg(not(target_arch = "wasm32"))]
@@ -209,6 +210,8 @@ impl Model {
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
         let repaired =
             super::ops::natural_strides(&mut typed) + super::ops::blockwise_broadcasts(&mut typed);
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let repaired = repaired + super::wasm_kernel::swap_in(&mut typed);
         let plan = typed
             .into_runnable()
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
