@@ -23,9 +23,10 @@
 //! # Ok::<(), condense::Error>(())
 //! ```
 //!
-//! **Batching.** [`Embedder::embed`] sorts texts by token count and runs them in batches of
-//! `EmbedOptions::batch_size`, each padded only to its own longest member (the attention mask
-//! hides the padding), and returns vectors in input order. A text's vector does not depend on the
+//! **Batching.** [`Embedder::embed`] sorts texts by token count and runs them in batches of at
+//! most `EmbedOptions::batch_size` texts and at most 256 padded tokens (one longer text runs
+//! alone), each padded only to its own longest member (the attention mask hides the padding),
+//! and returns vectors in input order. A text's vector does not depend on the
 //! batch it ran in (to float rounding: cosine ≥ 0.99999, tested).
 //!
 //! **Untrusted input.** Any string embeds (unknown words are `[UNK]`; long texts are truncated
@@ -73,9 +74,10 @@ pub struct EmbedOptions {
     /// Token budget of one text, `[CLS]` and `[SEP]` included; the end of a longer text is not
     /// seen. Default 256, at most [`MAX_MODEL_TOKENS`] (512). Attention cost grows with its square.
     pub max_tokens: usize,
-    /// Texts per model call. Default 32; 1 disables batching. Larger batches amortise per-call
-    /// overhead; texts are grouped by length, so padding stays small. Values over 4096 run as
-    /// calls of 4096 texts.
+    /// Most texts per model call. Default 32; 1 disables batching. Batches amortise per-call
+    /// overhead; texts are grouped by length, so padding stays small. A call also holds at most
+    /// 256 padded tokens (texts × the longest; one longer text runs alone): larger calls measured
+    /// slower per text, their attention outgrowing the caches. Values over 4096 count as 4096.
     pub batch_size: usize,
     /// Threads for the model's matrix products, natively: each product's output tiles are
     /// shared out over a pool of this many threads (the embedder's own), each tile computed as
@@ -541,7 +543,12 @@ impl MiniLm {
         let mut out = vec![[0f32; DIMS]; texts.len()];
         let pad = i64::from(self.tokenizer.pad_id());
         let mut done = 0;
-        for batch in order.chunks(self.batch_size.clamp(1, model::MAX_BATCH)) {
+        let lens: Vec<usize> = order.iter().map(|&i| encoded[i].len()).collect();
+        let mut start = 0;
+        while start < order.len() {
+            let end = start + call_size(&lens[start..], self.batch_size);
+            let batch = &order[start..end];
+            start = end;
             let seq = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(0);
             let mut ids = Vec::with_capacity(batch.len() * seq);
             let mut mask = Vec::with_capacity(batch.len() * seq);
@@ -565,6 +572,30 @@ impl MiniLm {
         }
         Ok(out)
     }
+}
+
+/// Padded tokens (texts × longest) one model call holds at most, unless one text alone is longer.
+///
+/// Larger calls are slower per text once attention's `batch × 12 × seq²` scores and the
+/// `batch·seq × 1536` activations outgrow the caches. Measured per text (`bench/embed.rs`
+/// with batch sizes 1–32 over 32 texts): natively, 128 tokens ran at 43 texts/s one per call
+/// and 29 at 32 per call, 256 tokens 18 and 10; 16 tokens gained up to 8–16 per call (233 →
+/// 350–414). In wasm (Node) the same shape, flatter: 128 tokens 14.2–14.6 texts/s up to 8 per
+/// call and 11.8 at 32. 256 is near the best of both for every length.
+#[cfg(feature = "embed")]
+pub(crate) const CALL_TOKENS: usize = 256;
+
+/// How many of the next texts (their token counts `lens`, ascending) go into one model call:
+/// at least one, at most `batch_size` (and [`model::MAX_BATCH`]), and no more than fit
+/// [`CALL_TOKENS`] padded to the longest of them.
+#[cfg(feature = "embed")]
+fn call_size(lens: &[usize], batch_size: usize) -> usize {
+    let max = batch_size.clamp(1, model::MAX_BATCH).min(lens.len());
+    let mut n = 1;
+    while n < max && (n + 1) * lens[n] <= CALL_TOKENS {
+        n += 1;
+    }
+    n.min(lens.len())
 }
 
 /// Lower-case hex sha256 of `bytes`.
@@ -618,5 +649,53 @@ mod tests {
         };
         let err = Embedder::from_bytes_with(b"", b"", options).err();
         assert_eq!(err.map(|e| e.kind()), Some(ErrorKind::InvalidOptions));
+    }
+
+    #[cfg(feature = "embed")]
+    #[test]
+    fn calls_hold_a_token_budget_and_a_batch_size() {
+        // Short texts: as many as fit 256 padded tokens, and at most batch_size.
+        assert_eq!(call_size(&[16; 40], 32), 16);
+        assert_eq!(call_size(&[16; 40], 4), 4);
+        assert_eq!(call_size(&[16; 3], 32), 3);
+        // Padded to the longest: a 4th text of 100 tokens makes 4 × 100 > 256.
+        assert_eq!(call_size(&[20, 20, 20, 100, 100], 32), 3);
+        assert_eq!(call_size(&[20, 20, 20, 60, 60], 32), 4);
+        // One text longer than the budget runs alone; so does a text of exactly 256.
+        assert_eq!(call_size(&[300, 300], 32), 1);
+        assert_eq!(call_size(&[128, 128, 128], 32), 2);
+        assert_eq!(call_size(&[256, 256], 32), 1);
+        // batch_size 0 never reaches here (an options error), but it is still one text.
+        assert_eq!(call_size(&[5, 5], 0), 1);
+    }
+
+    /// Every text lands in exactly one call, in order, and each call keeps to its limits.
+    #[cfg(all(feature = "embed", not(target_arch = "wasm32")))]
+    mod calls {
+        use super::super::{call_size, CALL_TOKENS};
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn calls_tile_the_texts(
+                mut lens in proptest::collection::vec(1usize..600, 0..80),
+                batch_size in 1usize..40,
+            ) {
+                lens.sort_unstable();
+                let mut start = 0;
+                while start < lens.len() {
+                    let n = call_size(&lens[start..], batch_size);
+                    prop_assert!(n >= 1 && n <= batch_size);
+                    let longest = lens[start + n - 1];
+                    prop_assert!(n == 1 || n * longest <= CALL_TOKENS);
+                    // Greedy: one more text would break a limit.
+                    if start + n < lens.len() && n < batch_size {
+                        prop_assert!((n + 1) * lens[start + n] > CALL_TOKENS);
+                    }
+                    start += n;
+                }
+                prop_assert_eq!(start, lens.len());
+            }
+        }
     }
 }
