@@ -209,9 +209,7 @@ impl Model {
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
         let repaired =
-            super::ops::natural_strides(&mut typed) + super::ops::blockwise_broadcasts(&mut typed);
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        let repaired = repaired + super::wasm_kernel::swap_in(&mut typed);
+            repair(&mut typed).map_err(|e| tract_error("model", "plan repair failed", &e))?;
         let plan = typed
             .into_runnable()
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
@@ -239,6 +237,7 @@ impl Model {
             subs.insert(typed.sym("sequence"), TDim::Val(len as i64));
             let mut model = typed.set_symbols(&subs).ok()?;
             model.optimize().ok()?;
+            repair(&mut model).ok()?;
             model.into_runnable().ok()
         })
         .as_ref()
@@ -324,6 +323,17 @@ impl Model {
         }
         Ok(data.to_vec())
     }
+}
+
+/// condense's repairs to an optimised plan (`super::ops`, and in wasm `super::wasm_kernel`):
+/// the same values, computed faster. Returns how many nodes changed.
+fn repair(model: &mut TypedModel) -> TractResult<usize> {
+    let repaired = super::ops::nan_guards(model)?
+        + super::ops::natural_strides(model)
+        + super::ops::blockwise_broadcasts(model);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let repaired = repaired + super::wasm_kernel::swap_in(model);
+    Ok(repaired)
 }
 
 /// Most texts one run of the model takes (`batch` ≤ this; the embedder splits larger batches).

@@ -14,11 +14,18 @@
 //! of 128 tokens). [`Broadcast`] runs it as a loop over the contiguous blocks the two operands
 //! share, the same IEEE additions or multiplications in the same order per element, so the same
 //! bits; anything else goes to tract's own evaluation.
+//!
+//! The exporter's "safe softmax", `Where(IsNaN(p), 0, p)` after each attention softmax, ran as
+//! two passes over `[batch, 12, seq, seq]` — a boolean tensor, then tract's generic three-way
+//! select into a new tensor. [`NanTo`] is one pass in place: a NaN becomes the constant, every
+//! other value stays (the same values as the select).
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::logic::Iff;
 use tract_onnx::tract_core::ops::math;
 
 /// An [`AxisOp`] whose output gets natural strides when only its unit axes' strides differ.
@@ -208,6 +215,88 @@ pub(crate) fn blockwise_broadcasts(model: &mut TypedModel) -> usize {
     wrapped
 }
 
+/// `x`, with every NaN replaced by `value`: `Iff(IsNan(x), value, x)` in one pass (f32).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NanTo {
+    value: f32,
+}
+
+impl Eq for NanTo {}
+
+impl Op for NanTo {
+    fn name(&self) -> StaticName {
+        "NanTo".into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for NanTo {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let [x] = <[TValue; 1]>::try_from(inputs.into_vec())
+            .map_err(|_| format_err!("NanTo takes one input"))?;
+        let mut x = x.into_tensor();
+        {
+            let mut view = x.try_as_plain_ram_mut()?;
+            // A select on every value (no branch), so the loop vectorises.
+            for v in view.as_slice_mut::<f32>()? {
+                let x = *v;
+                *v = if x.is_nan() { self.value } else { x };
+            }
+        }
+        Ok(tvec!(x.into_tvalue()))
+    }
+}
+
+impl TypedOp for NanTo {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let fact = inputs.first().context("NanTo takes one input")?;
+        Ok(tvec!(fact.datum_type.fact(fact.shape.clone())))
+    }
+
+    as_op!();
+}
+
+/// Replaces each `Iff(IsNan(x), c, x)` of f32 `x` and scalar constant `c` by [`NanTo`]`(c)` on
+/// `x`; returns how many.
+pub(crate) fn nan_guards(model: &mut TypedModel) -> TractResult<usize> {
+    let mut found = Vec::new();
+    for node in model.nodes() {
+        if node.op_as::<Iff>().is_none() || node.inputs.len() != 3 {
+            continue;
+        }
+        let (cond, then, other) = (node.inputs[0], node.inputs[1], node.inputs[2]);
+        let test = model.node(cond.node);
+        let is_nan = test
+            .op_as::<ElementWiseOp>()
+            .is_some_and(|op| op.0.is::<math::IsNan>());
+        if !is_nan || test.inputs.first() != Some(&other) {
+            continue;
+        }
+        let x = model.outlet_fact(other)?;
+        let c = model.outlet_fact(then)?;
+        let Some(value) = c.konst.as_ref().filter(|k| k.len() == 1) else {
+            continue;
+        };
+        if x.datum_type != f32::datum_type() || value.datum_type() != f32::datum_type() {
+            continue;
+        }
+        let value = value.cast_to_scalar::<f32>()?;
+        found.push((node.id, node.name.clone(), other, value));
+    }
+    let count = found.len();
+    for (id, name, x, value) in found {
+        let mut patch = TypedModelPatch::default();
+        let tapped = patch.tap_model(model, x)?;
+        let wire = patch.wire_node(format!("{name}.nan_to"), NanTo { value }, &[tapped])?;
+        patch.shunt_outside(model, id.into(), wire[0])?;
+        patch.apply(model)?;
+    }
+    Ok(count)
+}
+
 /// Wraps every reshape of an optimised model in [`NaturalStrides`]; returns how many.
 pub(crate) fn natural_strides(model: &mut TypedModel) -> usize {
     let mut wrapped = 0;
@@ -340,6 +429,55 @@ mod tests {
             tensor(&[2, 1], 6).into_tvalue(),
         ];
         assert!(blockwise(Arith::Mul, &both).expect("no error").is_none());
+    }
+
+    /// `Where(IsNaN(x), c, x)` becomes one `NanTo`, with the same outputs as before.
+    #[test]
+    fn nan_guard_is_fused_with_the_same_values() {
+        let build = || -> TractResult<TypedModel> {
+            let mut model = TypedModel::default();
+            let x = model.add_source("x", f32::fact([2, 3]))?;
+            let nan = model.wire_node("isnan", math::is_nan(), &[x])?;
+            let zero = model.add_const("zero", tensor2(&[[0.5f32]]))?;
+            let out = model.wire_node("where", Iff, &[nan[0], zero, x])?;
+            model.select_output_outlets(&out)?;
+            Ok(model)
+        };
+        let input = tensor2(&[[1.0f32, f32::NAN, -2.0], [f32::NAN, 0.0, f32::INFINITY]]);
+        let want = build()
+            .and_then(|m| m.into_runnable())
+            .and_then(|p| p.run(tvec![input.clone().into_tvalue()]))
+            .expect("tract's graph runs");
+        let mut fused = build().expect("graph");
+        assert_eq!(nan_guards(&mut fused).expect("rewrite"), 1);
+        assert!(fused.nodes().iter().any(|n| n.op_is::<NanTo>()));
+        let got = fused
+            .into_runnable()
+            .and_then(|p| p.run(tvec![input.into_tvalue()]))
+            .expect("fused graph runs");
+        assert_eq!(bits(&got), bits(&want));
+        let view = got[0].try_as_plain_ram().expect("plain");
+        assert_eq!(
+            view.as_slice::<f32>().expect("f32"),
+            &[1.0, 0.5, -2.0, 0.5, 0.0, f32::INFINITY]
+        );
+    }
+
+    /// A select that is not a NaN guard of its own input is left alone.
+    #[test]
+    fn other_selects_are_not_nan_guards() {
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([3])).expect("source");
+        let y = model.add_source("y", f32::fact([3])).expect("source");
+        let nan = model
+            .wire_node("isnan", math::is_nan(), &[y])
+            .expect("isnan");
+        let zero = model.add_const("zero", tensor1(&[0f32])).expect("const");
+        let out = model
+            .wire_node("where", Iff, &[nan[0], zero, x])
+            .expect("iff");
+        model.select_output_outlets(&out).expect("output");
+        assert_eq!(nan_guards(&mut model).expect("rewrite"), 0);
     }
 
     #[test]
