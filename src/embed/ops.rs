@@ -108,10 +108,17 @@ impl EvalOp for Broadcast {
     op_out_of_plan!();
 
     fn eval(&self, ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        match blockwise(self.arith, &inputs)? {
-            Some(out) => Ok(tvec!(out)),
-            None => self.inner.eval(ctx, inputs),
-        }
+        let Some(big) = big_operand(&inputs) else {
+            return self.inner.eval(ctx, inputs);
+        };
+        // Owned, so a result nothing else holds is written in place.
+        let mut inputs = inputs.into_iter();
+        let (a, b) = match (inputs.next(), inputs.next()) {
+            (Some(a), Some(b)) => (a, b),
+            _ => bail!("Broadcast takes two inputs"),
+        };
+        let (big, small) = if big == 0 { (a, b) } else { (b, a) };
+        Ok(tvec!(apply(self.arith, big, &small)?))
     }
 }
 
@@ -127,11 +134,11 @@ fn is_natural(t: &Tensor) -> bool {
     t.strides() == &*Tensor::natural_strides(t.shape())
 }
 
-/// `big ∘ small` block by block, if both are natural f32 tensors of one rank, `big` has the
-/// result's shape and every axis of `small` is 1 or `big`'s; `None` otherwise.
-fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
+/// Which operand (0 or 1) has the result's shape, if [`apply`] can run: both natural f32
+/// tensors of one rank, every axis of the other 1 or the same.
+fn big_operand(inputs: &[TValue]) -> Option<usize> {
     let [a, b] = inputs else {
-        return Ok(None);
+        return None;
     };
     let fits = |big: &Tensor, small: &Tensor| {
         big.is_plain()
@@ -147,13 +154,26 @@ fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
             && is_natural(big)
             && is_natural(small)
     };
-    let (big, small) = if fits(a, b) {
-        (a, b)
+    if fits(a, b) {
+        Some(0)
     } else if fits(b, a) {
-        (b, a)
+        Some(1)
     } else {
-        return Ok(None);
-    };
+        None
+    }
+}
+
+/// `big ∘ small` block by block, if [`big_operand`] allows it; `None` otherwise (tests).
+#[cfg(test)]
+fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
+    match big_operand(inputs) {
+        Some(big) => apply(arith, inputs[big].clone(), &inputs[1 - big]).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `big ∘ small` (see [`big_operand`]), in `big`'s storage when nothing else holds it.
+fn apply(arith: Arith, big: TValue, small: &TValue) -> TractResult<TValue> {
     let shape = big.shape().to_vec();
     let small_shape = small.shape();
     // Axes `unicast..` are the same in both: each block of `block` values is one run of both.
@@ -163,10 +183,10 @@ fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
     }
     let block: usize = shape[unicast..].iter().product();
     if block == 0 {
-        return Ok(Some(big.clone()));
+        return Ok(big);
     }
     let small_strides = small.strides().to_vec();
-    let mut out = big.clone().into_tensor();
+    let mut out = big.into_tensor();
     let mut dst_view = out.try_as_plain_ram_mut()?;
     let dst = dst_view.as_slice_mut::<f32>()?;
     let src_view = small.try_as_plain_ram()?;
@@ -189,7 +209,7 @@ fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
             Arith::Mul => run.iter_mut().zip(from).for_each(|(d, s)| *d *= *s),
         }
     }
-    Ok(Some(out.into_tvalue()))
+    Ok(out.into_tvalue())
 }
 
 /// Wraps every generic `Add` and `Mul` of an optimised model in [`Broadcast`]; returns how many.

@@ -161,6 +161,14 @@ pub(crate) unsafe fn kernel(spec: &[FusedKerSpec<f32>]) -> isize {
                     let s = 2f32.powi(shift as i32);
                     each(&mut t, |v| f32x4_mul(f32x4_splat(s), v))
                 }
+                FusedKerSpec::AddUnicast(tile) if tile.row_byte_stride == 4 => {
+                    for c in 0..8 {
+                        for h in 0..2 {
+                            let m = v128_load(at(&tile, 4 * h, c) as *const v128);
+                            t[2 * c + h] = f32x4_add(t[2 * c + h], m);
+                        }
+                    }
+                }
                 FusedKerSpec::AddUnicast(tile) => {
                     for c in 0..8 {
                         for h in 0..2 {
@@ -182,6 +190,13 @@ pub(crate) unsafe fn kernel(spec: &[FusedKerSpec<f32>]) -> isize {
                         let s = f32x4_splat(*cols.add(c));
                         t[2 * c] = f32x4_add(t[2 * c], f32x4_mul(lo, s));
                         t[2 * c + 1] = f32x4_add(t[2 * c + 1], f32x4_mul(hi, s));
+                    }
+                }
+                FusedKerSpec::Store(tile) if tile.row_byte_stride == 4 => {
+                    // Rows contiguous in C (its M axis): each vector is 4 consecutive values.
+                    for c in 0..8 {
+                        v128_store(at(&tile, 0, c) as *mut v128, t[2 * c]);
+                        v128_store(at(&tile, 4, c) as *mut v128, t[2 * c + 1]);
                     }
                 }
                 FusedKerSpec::Store(tile) => {
