@@ -5,13 +5,15 @@
 //   ort-web-node-1t     onnxruntime-web 1.23 in Node, wasm backend, 1 thread, same model file
 //                       (token ids precomputed by the Python tokenizer: its tokenization is free)
 //   tract-wasm-chrome   condense in headless Chromium (Debian's), the same loop in a page
+//   tract-wasm-node-2workers  embedParallel over two createWorker({embedder: minilm}) workers
+//                       (batch rows only: a large job over both cores; not a one-thread engine)
 //
 // One JSON line per case ({case, sentences_per_s} or {case, ms|bytes}), like bench/embed.rs and
 // bench/embed_ort.py, so bench/embed-compare can table them together. Every run checks its
 // vectors are unit length (a benchmark is also a test). Also reports model load time, Node RSS
 // after the runs and the .wasm size.
 //
-//   node bench/embed.mjs bench/out/embed_inputs.json [--no-chrome] [--no-ort] [--seconds S]
+//   node bench/embed.mjs bench/out/embed_inputs.json [--no-chrome] [--no-ort] [--no-workers] [--seconds S]
 import { readFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
@@ -21,7 +23,7 @@ import { gzipSync } from 'node:zlib';
 const args = process.argv.slice(2);
 const inputsFile = args.find((a) => a.endsWith('.json'));
 if (!inputsFile) {
-  console.error('usage: node bench/embed.mjs INPUTS.json [--no-chrome] [--no-ort] [--seconds S]');
+  console.error('usage: node bench/embed.mjs INPUTS.json [--no-chrome] [--no-ort] [--no-workers] [--seconds S]');
   process.exit(2);
 }
 const minSeconds = Number(args[args.indexOf('--seconds') + 1]) || 2;
@@ -71,6 +73,19 @@ for (const n of TOKENS) {
   }
 }
 emit({ case: 'embed/rss-after/tract-wasm-node', bytes: process.memoryUsage().rss });
+
+// --- condense in two worker_threads at once (embedParallel): the batch rows only, a large job
+// split over the machine's cores. Not comparable with the one-thread engines: a row of its own.
+if (!args.includes('--no-workers')) {
+  for (const n of TOKENS) {
+    const workers = await Promise.all([1, 2].map(() => condense.createWorker({ embedder: { minilm: { maxTokens: n } } })));
+    for (const b of BATCHES.filter((b) => b > 1)) {
+      const sps = await timeEngine(async (batch) => condense.embedParallel(batch, workers), texts, b, minSeconds);
+      emit({ case: `embed/${n}tok/batch${b}/tract-wasm-node-2workers`, sentences_per_s: sps });
+    }
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
 
 // --- onnxruntime-web in Node, wasm backend, one thread
 if (!args.includes('--no-ort')) {

@@ -17,6 +17,6 @@ export { CondenseError, ERROR_CODES } from './common.js';
 import { adapters } from './adapters.js';
 export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
 /** The package in a module Web Worker (worker.js); see index.d.ts. */
-export { createBrowserWorker as createWorker } from './worker-client.js';
+export { createBrowserWorker as createWorker, embedParallel } from './worker-client.js';
 /** Resolved once the module is ready (already, after the import). */
 export const ready = Promise.resolve();

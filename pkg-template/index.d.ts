@@ -1103,3 +1103,16 @@ export interface CondenseWorker {
  * @throws {CondenseError} `invalid_options`; `invalid_state` when the worker cannot start.
  */
 export function createWorker(options?: WorkerOptions | null): Promise<CondenseWorker>;
+
+/**
+ * Embeds `texts` on several workers at once and returns one unit-length `Float32Array` per
+ * text, in input order: for large jobs on a machine with free cores (each worker is its own
+ * wasm instance, one core each). Start the workers with the same embedder, e.g.
+ * `await Promise.all([1, 2].map(() => createWorker({ embedder: 'minilm' })))`; each holds its
+ * own copy of the model (~0.5 GB with MiniLM). The texts are dealt to the workers longest first,
+ * so the shares are of equal size and length. A text's vector is the one `embed` gives, to
+ * float rounding (cosine ≥ 0.99999: only its batch differs).
+ * @throws {CondenseError} `invalid_options` at `workers` (empty, not workers, or embedders that
+ * differ), `invalid_input` at `texts`.
+ */
+export function embedParallel(texts: string[], workers: CondenseWorker[]): Promise<Float32Array[]>;

@@ -6,8 +6,8 @@ import type { InitOptions } from './index.js';
 export type { InitOptions };
 export { CondenseError, ERROR_CODES } from './index.js';
 
-/** The package's functions once the wasm module is loaded: the main entry's exports without `createWorker` and `ready`. */
-export type Condense = Omit<typeof condense, 'createWorker' | 'ready'>;
+/** The package's functions once the wasm module is loaded: the main entry's exports without `createWorker`, `embedParallel` and `ready`. */
+export type Condense = Omit<typeof condense, 'createWorker' | 'embedParallel' | 'ready'>;
 
 /**
  * Loads `condense_bg.wasm` once (later calls resolve to the same object; a failed load may be

@@ -78,6 +78,7 @@ export { CondenseError, ERROR_CODES } from './common.js';
 import { Worker } from 'node:worker_threads';
 import { adapters } from './adapters.js';
 import { connect, checkWorkerOptions } from './worker-client.js';
+export { embedParallel } from './worker-client.js';
 export const { watermarkRequest, compressRequest, prepareRequest } = adapters(api);
 
 /** The package in a worker_threads Worker (worker-node.js); see index.d.ts. */

@@ -174,3 +174,44 @@ export async function createBrowserWorker(options) {
     terminate: async () => worker.terminate(),
   }, options);
 }
+
+const badWorkers = (why) => new CondenseError('invalid_options', 'workers', `invalid_options at workers: ${why}`, why);
+
+/**
+ * Embeds `texts` on several workers at once (each from createWorker({ embedder })), one share
+ * per worker, and returns the vectors in input order. The shares are dealt from the texts sorted
+ * by length, so every worker gets as much work and its batches stay tightly padded. A text's
+ * vector does not depend on its share (the embedder's batch independence), so the result is
+ * the one `embed` gives, to float rounding. See index.d.ts.
+ */
+export async function embedParallel(texts, workers) {
+  if (!Array.isArray(workers) || workers.length === 0) throw badWorkers('expected a non-empty array of workers from createWorker()');
+  workers.forEach((w, i) => {
+    if (!w || typeof w.embed !== 'function' || !w.embedder) {
+      throw new CondenseError('invalid_options', `workers[${i}]`, `invalid_options at workers[${i}]: not a worker from createWorker()`, 'not a worker from createWorker()');
+    }
+  });
+  const same = (a, b) => a.kind === b.kind && a.modelSha256 === b.modelSha256 && a.dims === b.dims
+    && a.maxTokens === b.maxTokens && a.version === b.version;
+  const first = workers[0].embedder;
+  workers.forEach((w, i) => {
+    if (!same(w.embedder, first)) {
+      throw new CondenseError('invalid_options', `workers[${i}]`, `invalid_options at workers[${i}]: its embedder differs from workers[0]'s`, "its embedder differs from workers[0]'s");
+    }
+  });
+  if (!Array.isArray(texts)) throw new CondenseError('invalid_input', 'texts', 'invalid_input at texts: expected an array of strings', 'expected an array of strings');
+  texts.forEach((t, i) => {
+    if (typeof t !== 'string') throw new CondenseError('invalid_input', `texts[${i}]`, `invalid_input at texts[${i}]: expected a string`, 'expected a string');
+  });
+  if (workers.length === 1 || texts.length <= 1) return workers[0].embed(texts);
+  // Longest first, dealt round robin: shares of equal size and near-equal length.
+  const order = texts.map((_, i) => i).sort((a, b) => texts[b].length - texts[a].length || a - b);
+  const shares = workers.map(() => []);
+  order.forEach((i, k) => shares[k % workers.length].push(i));
+  const results = await Promise.all(shares.map((share, w) => (share.length === 0
+    ? []
+    : workers[w].embed(share.map((i) => texts[i])))));
+  const out = new Array(texts.length);
+  shares.forEach((share, w) => share.forEach((i, k) => { out[i] = results[w][k]; }));
+  return out;
+}
