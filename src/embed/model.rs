@@ -7,6 +7,10 @@
 //! leave the int8 → f32 dequantisation to run on every call. After the fold a second declutter
 //! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
+//! Before it, the inputs' symbols are bounded (batch ≤ [`MAX_BATCH`], sequence ≤ 512) so tract
+//! can prove its fast element-wise kernels apply; after it, [`repair`] puts condense's own
+//! evaluation in place of tract's slow paths for these shapes (`super::ops`) and, in wasm, its
+//! matmul kernel (`super::wasm_kernel`), all computing the same bits.
 //!
 //! **Single short texts** (a query), natively, run on a plan specialised to `batch = 1` and a padded length
 //! bucket ([`BUCKETS`]: 12, 16, 20, 24 or 32 tokens), built on first use of its bucket from the
@@ -361,8 +365,21 @@ fn bound_symbols(model: &TypedModel) -> TractResult<()> {
                 } else {
                     super::MAX_MODEL_TOKENS
                 };
-                model.symbols.add_assertion(format!("{name}>=1"))?;
-                model.symbols.add_assertion(format!("{name}<={max}"))?;
+                // Assertions are parsed from text: a name that is not a plain identifier (ONNX
+                // allows any string) is left unbounded, and that model runs on the slower
+                // kernels, as does one whose assertion tract refuses.
+                let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !plain {
+                    continue;
+                }
+                let bounded = model
+                    .symbols
+                    .add_assertion(format!("{name}>=1"))
+                    .and_then(|()| model.symbols.add_assertion(format!("{name}<={max}")));
+                if bounded.is_err() {
+                    continue;
+                }
                 seen.push(name);
             }
         }
