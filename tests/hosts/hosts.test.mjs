@@ -251,7 +251,7 @@ function checkPage({ result, logs, requests }) {
   assert.ok(requests.some((u) => u.endsWith('.wasm')));
 }
 
-test('no bundler in Chromium: the installed package served as is, an import map, createWorker()', async () => {
+test('no bundler in Chromium: the installed package served as is, an import map, createWorker(), embedParallel', async () => {
   const { result } = await openPage(app, 'plain.html', null, { allowMissing: ['/no-such-worker.js'] });
   assert.ok(result.main > 1);
   assert.equal(result.inWorker, result.main);
@@ -259,6 +259,7 @@ test('no bundler in Chromium: the installed package served as is, an import map,
   assert.deepEqual(result.phases.filter((p) => p !== 'index'), ['chunk', 'embed']);
   assert.equal(result.hit, 'a');
   assert.deepEqual(result.missing, { isCondenseError: true, code: 'invalid_state', path: 'worker' });
+  assert.equal(result.parallelSame, true, 'embedParallel over two Web Workers gives embed\'s vectors in order');
 });
 
 test('esbuild bundle in Chromium: page, user worker, createWorker({worker})', async () => {
