@@ -216,7 +216,8 @@ fn apply(arith: Arith, big: TValue, small: &TValue) -> TractResult<TValue> {
 pub(crate) fn blockwise_broadcasts(model: &mut TypedModel) -> usize {
     let mut wrapped = 0;
     for node in model.nodes_mut() {
-        let Some(op) = node.op_as::<TypedBinOp>() else {
+        // Only the plain ops: one with an output type of its own (quantised) stays tract's.
+        let Some(op) = node.op_as::<TypedBinOp>().filter(|op| op.1.is_none()) else {
             continue;
         };
         let arith = if op.0.is::<math::Add>() {
