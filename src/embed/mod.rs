@@ -224,8 +224,9 @@ pub struct LoadInfo {
     /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
     pub casts_folded: usize,
     /// Nodes of the model's plan that run through condense's own code instead of tract's:
-    /// reshapes that reset unit-axis strides and broadcast additions and multiplications
-    /// (`src/embed/ops.rs`), and in wasm the matmuls that use condense's 8×8 f32 kernel
+    /// reshapes that reset unit-axis strides, broadcast additions and multiplications and the
+    /// softmax NaN guards (`src/embed/ops.rs`), and in wasm the matmuls that use condense's 8×8
+    /// f32 kernel
     /// (`src/embed/wasm_kernel.rs`). Same values (bit for bit), faster.
     pub nodes_repaired: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
