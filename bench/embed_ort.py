@@ -80,6 +80,8 @@ def run(inputs):
         tok.enable_truncation(n)
         assert all(len(e.ids) == n for e in tok.encode_batch(texts)), "inputs too short"
         for b in BATCHES:
+            for i in range(0, len(texts), b):  # one untimed pass, as every engine gets
+                embed(texts[i:i + b])
             done, start = 0, time.perf_counter()
             while True:
                 for i in range(0, len(texts), b):

@@ -3,7 +3,9 @@
 //! src/embed/model.rs does, then times, interleaved in one run, (A) the symbolic plan on REAL
 //! tokens (what single texts ran on before the length buckets) and (B) a plan with `batch = 1`
 //! and `sequence = BUCKET` concretized, on REAL tokens padded (masked) to BUCKET, and prints
-//! B/A. With `PROFILE=1` also a per-operator profile of both (`BY_NODE=1`: per node). `STATE=1`:
+//! B/A. With `PROFILE=1` also a per-operator profile of both (`BY_NODE=1`: per node; `KERNEL=1`:
+//! matmuls by the kernel tract chose). Without condense's repairs (`src/embed/ops.rs`,
+//! `src/embed/kernels.rs`). `STATE=1`:
 //! A is the specialised plan run on one reused state (measured: no gain over `run`).
 //! `CHECK=12,16,18,24`: whether padding changes the hidden states bit for bit (it does, by
 //! ~2e-6: changing the bucket list changes query vectors in the last bits).
@@ -13,6 +15,7 @@ use std::time::Instant;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cast::Cast;
+use tract_onnx::tract_core::ops::matmul::optimized::OptMatMul;
 
 fn declutter(model: &mut TypedModel) -> TractResult<()> {
     let mut optimizer = tract_onnx::tract_core::optim::Optimizer::declutter();
@@ -72,6 +75,14 @@ fn profile(label: &str, plan: &Arc<TypedRunnableModel>, seq: usize) {
                     .collect();
                 let key = if std::env::var("BY_NODE").is_ok() {
                     format!("{} {} {}", node.op().name(), node.name, shapes.join(","))
+                } else if let Some(mm) = node.op_as::<OptMatMul>() {
+                    // `KERNEL=1`: matmuls by the kernel they run.
+                    let names: Vec<String> = mm.mmm.iter().map(|k| k.name().to_string()).collect();
+                    if std::env::var("KERNEL").is_ok() {
+                        format!("OptMatMul {}", names.join("/"))
+                    } else {
+                        "OptMatMul".to_string()
+                    }
                 } else {
                     node.op().name().to_string()
                 };
@@ -87,7 +98,7 @@ fn profile(label: &str, plan: &Arc<TypedRunnableModel>, seq: usize) {
     let total: f64 = rows.iter().map(|r| r.1 .0).sum();
     println!("-- {label}: {total:.3} ms per run by op --");
     for (op, (ms, n)) in rows.iter().take(if std::env::var("BY_NODE").is_ok() {
-        30
+        400
     } else {
         14
     }) {

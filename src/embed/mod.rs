@@ -34,6 +34,8 @@
 //! or foreign model bytes and a `tokenizer.json` of another model type are
 //! [`crate::ErrorKind::InvalidModel`] errors, never panics.
 
+#[cfg(all(feature = "embed", target_arch = "x86_64"))]
+mod kernels;
 pub mod lexical;
 #[cfg(feature = "embed")]
 mod model;

@@ -72,6 +72,10 @@ pub(crate) struct Model {
     /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic) or,
     /// in wasm, given condense's matmul kernel (`super::wasm_kernel`).
     pub(crate) repaired: usize,
+    /// Number of weight matmuls given the kernel tract's cost model prefers
+    /// (`super::kernels`; also counted in `repaired`).
+    #[allow(dead_code)]
+    pub(crate) kernels_chosen: usize,
     /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
     #[cfg(not(target_arch = "wasm32"))]
     executor: Option<tract_linalg::multithread::Executor>,
@@ -105,6 +109,11 @@ fn tract_error(path: &str, what: &str, e: &TractError) -> Error {
 impl Model {
     /// Loads and optimises an ONNX encoder (see the module docs).
     pub(crate) fn load(onnx: &[u8], threads: usize) -> Result<Model, Error> {
+        Model::load_with(onnx, threads, true)
+    }
+
+    /// [`Model::load`], with or without `super::kernels`' kernel choice (tests compare both).
+    pub(crate) fn load_with(onnx: &[u8], threads: usize, kernels: bool) -> Result<Model, Error> {
         // One thread in wasm (EmbedOptions::threads is checked to be 1 there).
         #[cfg(target_arch = "wasm32")]
         let _ = threads;
@@ -212,8 +221,8 @@ impl Model {
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
-        let repaired =
-            repair(&mut typed).map_err(|e| tract_error("model", "plan repair failed", &e))?;
+        let (repaired, kernels_chosen) = repair(&mut typed, kernels)
+            .map_err(|e| tract_error("model", "plan repair failed", &e))?;
         let plan = typed
             .into_runnable()
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
@@ -225,6 +234,7 @@ impl Model {
             output,
             casts_folded,
             repaired,
+            kernels_chosen,
             #[cfg(not(target_arch = "wasm32"))]
             executor: thread_pool(threads)?,
         })
@@ -241,7 +251,7 @@ impl Model {
             subs.insert(typed.sym("sequence"), TDim::Val(len as i64));
             let mut model = typed.set_symbols(&subs).ok()?;
             model.optimize().ok()?;
-            repair(&mut model).ok()?;
+            repair(&mut model, true).ok()?;
             model.into_runnable().ok()
         })
         .as_ref()
@@ -329,15 +339,27 @@ impl Model {
     }
 }
 
-/// condense's repairs to an optimised plan (`super::ops`, and in wasm `super::wasm_kernel`):
-/// the same values, computed faster. Returns how many nodes changed.
-fn repair(model: &mut TypedModel) -> TractResult<usize> {
+/// condense's repairs to an optimised plan (`super::ops`; on x86-64, when `kernels`,
+/// `super::kernels`; in wasm `super::wasm_kernel`): the same values, computed faster. Returns
+/// how many nodes changed, and how many of them are `super::kernels`' matmuls.
+fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<(usize, usize)> {
     let repaired = super::ops::nan_guards(model)?
         + super::ops::natural_strides(model)
         + super::ops::blockwise_broadcasts(model);
+    #[cfg(target_arch = "x86_64")]
+    let chosen = if kernels {
+        super::kernels::prefer(model)?
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let chosen = {
+        let _ = kernels;
+        0
+    };
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     let repaired = repaired + super::wasm_kernel::swap_in(model);
-    Ok(repaired)
+    Ok((repaired + chosen, chosen))
 }
 
 /// Most texts one run of the model takes (`batch` ≤ this; the embedder splits larger batches).

@@ -1,0 +1,77 @@
+//! Multiply-adds per second of tract's AVX-512 f32 matmul kernels on the encoder's shapes
+//! (profiling aid, not shipped): `cargo run --release --example mmm_kernels`. Rows are the
+//! weight matmuls (`m × k` weights, `n` activations: tokens in a model call) and attention's
+//! products; each cell packs the activations and runs the kernel, as a plan does per call.
+//! The measurements behind `src/embed/kernels.rs`.
+use std::time::Instant;
+use tract_linalg::mmm::{AsInputValue, FusedSpec};
+use tract_onnx::prelude::*;
+
+fn main() {
+    let names = [
+        "avx512_mmm_f32_64x3",
+        "avx512_mmm_f32_32x6",
+        "avx512_mmm_f32_32x5",
+        "avx512_mmm_f32_48x4",
+        "avx512_mmm_f32_16x12",
+    ];
+    for (m, k) in [
+        (1536usize, 384usize),
+        (384, 1536),
+        (384, 384),
+        (256, 64),
+        (256, 256),
+        (64, 256),
+    ] {
+        for n in [16usize, 128, 256, 1024] {
+            let mut row = format!("m={m:5} k={k:5} n={n:5}:");
+            for name in names {
+                let mmm = tract_linalg::MmmDispatch::native()
+                    .runnable()
+                    .iter()
+                    .find(|k| k.name() == name)
+                    .unwrap();
+                let a = Tensor::from_shape(
+                    &[m, k],
+                    &(0..m * k)
+                        .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+                let b = Tensor::from_shape(
+                    &[k, n],
+                    &(0..k * n)
+                        .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+                let packing = &mmm.packings()[0];
+                let pa = packing.0.prepare_one(&a, 1, 0).unwrap();
+                let mut c = Tensor::zero::<f32>(&[m, n]).unwrap();
+                let reps = (2e9 / (m * k * n) as f64).max(3.0) as usize;
+                let t = Instant::now();
+                for _ in 0..reps {
+                    let pb = packing.1.prepare_one(&b, 0, 1).unwrap();
+                    unsafe {
+                        mmm.run(
+                            m,
+                            n,
+                            &[
+                                FusedSpec::AddMatMul {
+                                    a: AsInputValue::Borrowed(&*pa),
+                                    b: AsInputValue::Borrowed(&*pb),
+                                    packing: 0,
+                                },
+                                FusedSpec::Store(mmm.c_view(Some(0), Some(1)).wrap(&c.view_mut())),
+                            ],
+                        )
+                        .unwrap();
+                    }
+                }
+                let s = t.elapsed().as_secs_f64() / reps as f64;
+                row += &format!(" {}={:.0}G", &name[15..], (m * k * n) as f64 / s / 1e9);
+            }
+            println!("{row}");
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Native matmul kernel choice for the symbolic plan's weight matmuls.
+//!
+//! tract picks a matmul's kernel at optimisation time. When the activation count `n` is a
+//! symbol (`batch × sequence`, the shared plan), it cannot ask its per-platform cost model and
+//! falls back to the kernel family with the tallest tile: on AVX-512 that is
+//! `avx512_mmm_f32_64x3`. With 1536-long rows (the FFN's second matmul) a 64-row weight
+//! panel is 384 KB and that kernel falls off the L2 cache once a call holds ~200 tokens:
+//! measured on this project's machine (`examples/mmm_kernels.rs`, AMD EPYC Zen 5), 69 G
+//! multiply-adds/s at 256 tokens against 109 for `avx512_mmm_f32_32x6`, which its cost model
+//! prefers there (and which is as fast or faster on every other weight shape and `n` measured).
+//!
+//! [`prefer`] asks tract's cost model which kernel it would choose for each weight matmul at
+//! [`super::CALL_TOKENS`] activations (the most one model call holds), and, where that differs
+//! from the kernel tract put in the symbolic plan, re-packs the weights for it (the packed
+//! panels are read back row by row with `extract_at_mn_f32`, an exact copy) and packs the
+//! activations for it with [`PackActivations`]. Every f32 kernel of a family computes each
+//! output element as the same chain of fused multiply-adds in `k` order, so the plan's results
+//! are the same bits (tested on the real model: `tests/embed.rs`).
+//!
+//! Only matmuls whose weights are a constant and whose activations are a plain 2-D tensor are
+//! changed; anything else (attention's activation × activation products, concrete-shape
+//! plans, where tract already asked its cost model) keeps tract's choice.
+
+use tract_linalg::mmm::PackedMatrixStorage;
+use tract_linalg::mmm::{MMMInputFormat, MMMInputValue, OutputStoreSpec};
+use tract_linalg::pack::PackedFormat;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::matmul::optimized::{MatMulOperand, OptMatMul, ProtoFusedSpec};
+use tract_onnx::tract_core::ops::matmul::pack::DynPackedExoticFact;
+use tract_onnx::tract_core::ops::matmul::ModePicker;
+
+/// Packs a 2-D f32 activation tensor into the panels of one kernel's B operand.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PackActivations {
+    format: PackedFormat,
+    k_axis: usize,
+    mn_axis: usize,
+}
+
+impl Op for PackActivations {
+    fn name(&self) -> StaticName {
+        "PackActivations".into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for PackActivations {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let x = inputs.first().context("PackActivations takes one input")?;
+        ensure!(x.rank() == 2, "PackActivations packs 2-D tensors");
+        let packed = self.format.prepare_one(x, self.k_axis, self.mn_axis)?;
+        let storage = PackedMatrixStorage::new(packed).into_tensor(x.datum_type());
+        Ok(tvec!(storage.into_tvalue()))
+    }
+}
+
+impl TypedOp for PackActivations {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let x = inputs.first().context("PackActivations takes one input")?;
+        ensure!(x.rank() == 2, "PackActivations packs 2-D tensors");
+        let exotic = DynPackedExoticFact {
+            k: x.shape[self.k_axis].clone(),
+            mn: x.shape[self.mn_axis].clone(),
+            packers: vec![Box::new(self.format.clone())],
+        };
+        Ok(tvec!(x
+            .datum_type
+            .fact(ShapeFact::scalar())
+            .with_exotic_fact(exotic)))
+    }
+
+    as_op!();
+}
+
+/// `spec` for a kernel of an `mr × nr` tile.
+fn retiled(spec: &OutputStoreSpec, mr: usize, nr: usize) -> OutputStoreSpec {
+    match spec {
+        OutputStoreSpec::View { m_axis, n_axis, .. } => OutputStoreSpec::View {
+            m_axis: *m_axis,
+            n_axis: *n_axis,
+            mr,
+            nr,
+        },
+        OutputStoreSpec::Strides {
+            row_byte_stride,
+            col_byte_stride,
+            ..
+        } => OutputStoreSpec::Strides {
+            row_byte_stride: *row_byte_stride,
+            col_byte_stride: *col_byte_stride,
+            mr,
+            nr,
+        },
+    }
+}
+
+/// The `m × k` matrix a packed operand holds (exact: the panels' values, read back by row).
+fn unpacked(packed: &dyn MMMInputValue) -> TractResult<Tensor> {
+    let (m, k) = (packed.mn(), packed.k());
+    let mut values = vec![0f32; m * k];
+    for (row, chunk) in values.chunks_mut(k.max(1)).enumerate().take(m) {
+        packed.extract_at_mn_f32(row, chunk)?;
+    }
+    Tensor::from_shape(&[m, k], &values)
+}
+
+/// One matmul to re-kernel: its node, the kernel and packing to use, which input is the
+/// activations' pack, and the new weights.
+struct Plan {
+    node: usize,
+    op: OptMatMul,
+    b_slot: usize,
+    source: OutletId,
+    pack: PackActivations,
+}
+
+/// What [`prefer`] would make of one node, if anything.
+fn plan_for(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
+    let Some(op) = node.op_as::<OptMatMul>() else {
+        return Ok(None);
+    };
+    let (Some(_), Some(n_axis)) = (op.c_m_axis, op.c_n_axis) else {
+        return Ok(None);
+    };
+    // Concrete plans: tract asked its cost model already.
+    if op.c_fact.shape[n_axis].to_usize().is_ok() || op.c_fact.datum_type != f32::datum_type() {
+        return Ok(None);
+    }
+    let mut matmuls = op.micro_ops.iter().filter_map(|o| match o {
+        ProtoFusedSpec::AddMatMul { a, b, .. } => Some((a, b)),
+        _ => None,
+    });
+    let (Some((MatMulOperand::Const(weights), MatMulOperand::Input(b_slot))), None) =
+        (matmuls.next(), matmuls.next())
+    else {
+        return Ok(None);
+    };
+    let Some(current) = op.mmm.last() else {
+        return Ok(None);
+    };
+    let (m, k) = (weights.mn(), weights.k());
+    let Some(want) = tract_linalg::MmmDispatch::native().preferred_kernel(
+        f32::datum_type(),
+        Some(m),
+        Some(k),
+        Some(super::CALL_TOKENS),
+    ) else {
+        return Ok(None);
+    };
+    if want.name() == current.name() || want.internal_type() != f32::datum_type() {
+        return Ok(None);
+    }
+    // A packing of plain f32 panels on both sides.
+    let Some((p, a_format, b_format)) = want.packings().iter().enumerate().find_map(|(p, f)| {
+        let a = f.0.downcast_ref::<PackedFormat>()?;
+        let b = f.1.downcast_ref::<PackedFormat>()?;
+        (a.dt == f32::datum_type() && b.dt == f32::datum_type()).then(|| (p, a.clone(), b.clone()))
+    }) else {
+        return Ok(None);
+    };
+    // The activations: a pack node over a 2-D f32 tensor whose one concrete axis is `k`.
+    let Some(&b_outlet) = node.inputs.get(*b_slot) else {
+        return Ok(None);
+    };
+    let Some(&source) = model.node(b_outlet.node).inputs.first() else {
+        return Ok(None);
+    };
+    let x = model.outlet_fact(source)?;
+    if x.rank() != 2 || x.datum_type != f32::datum_type() || x.is_exotic() {
+        return Ok(None);
+    }
+    let k_axes: Vec<usize> = (0..2)
+        .filter(|&ax| x.shape[ax].to_usize().ok() == Some(k))
+        .collect();
+    let [k_axis] = k_axes[..] else {
+        return Ok(None);
+    };
+    let b_fact = model.outlet_fact(b_outlet)?;
+    let packs_k = b_fact
+        .exotic_fact()
+        .and_then(|f| f.downcast_ref::<DynPackedExoticFact>())
+        .is_some_and(|f| f.k.to_usize().ok() == Some(k) && f.mn == x.shape[1 - k_axis]);
+    if !packs_k {
+        return Ok(None);
+    }
+
+    let new_weights = a_format.prepare_one(&unpacked(&**weights)?, 1, 0)?;
+    let (mr, nr) = (want.mr(), want.nr());
+    let mode = op.mmm.len() - 1;
+    let micro_ops = op
+        .micro_ops
+        .iter()
+        .map(|o| match o {
+            ProtoFusedSpec::AddMatMul { geo, b, .. } => ProtoFusedSpec::AddMatMul {
+                geo: geo.clone(),
+                a: MatMulOperand::Const(new_weights.clone()),
+                b: match b {
+                    MatMulOperand::Input(i) => MatMulOperand::Input(*i),
+                    MatMulOperand::Const(c) => MatMulOperand::Const(c.clone()),
+                },
+                packings: vec![(p, None)],
+            },
+            ProtoFusedSpec::Store(specs) => {
+                let spec = specs.get(mode).or(specs.first());
+                ProtoFusedSpec::Store(spec.map(|s| retiled(s, mr, nr)).into_iter().collect())
+            }
+            ProtoFusedSpec::AddUnicast(spec, v, map) => {
+                ProtoFusedSpec::AddUnicast(retiled(spec, mr, nr), *v, map.clone())
+            }
+            other => other.clone(),
+        })
+        .collect();
+    let new_op = OptMatMul::new(
+        vec![want],
+        ModePicker::Single,
+        op.c_fact.clone(),
+        op.c_m_axis,
+        op.c_n_axis,
+        micro_ops,
+        op.trivial_packing,
+    )?;
+    Ok(Some(Plan {
+        node: node.id,
+        op: new_op,
+        b_slot: *b_slot,
+        source,
+        pack: PackActivations {
+            format: b_format,
+            k_axis,
+            mn_axis: 1 - k_axis,
+        },
+    }))
+}
+
+/// Gives each weight matmul of an optimised symbolic plan the kernel tract's cost model
+/// prefers at [`super::CALL_TOKENS`] activations (see the module docs); returns how many
+/// matmuls changed. One activation pack is shared by the matmuls that read the same tensor.
+pub(crate) fn prefer(model: &mut TypedModel) -> TractResult<usize> {
+    // A matmul this cannot re-kernel (an unexpected layout, a refused packing) keeps tract's.
+    let plans: Vec<Plan> = model
+        .nodes()
+        .iter()
+        .filter_map(|node| plan_for(model, node).ok().flatten())
+        .collect();
+    let mut packs: Vec<(OutletId, PackActivations, OutletId)> = Vec::new();
+    for plan in &plans {
+        let shared = packs
+            .iter()
+            .find(|(source, pack, _)| *source == plan.source && *pack == plan.pack)
+            .map(|p| p.2);
+        let packed = match shared {
+            Some(outlet) => outlet,
+            None => {
+                let name = format!("{}.pack_activations", model.node(plan.node).name);
+                let outlet = model.wire_node(name, plan.pack.clone(), &[plan.source])?[0];
+                packs.push((plan.source, plan.pack.clone(), outlet));
+                outlet
+            }
+        };
+        model.add_edge(packed, InletId::new(plan.node, plan.b_slot))?;
+        model.node_mut(plan.node).op = Box::new(plan.op.clone());
+    }
+    // Drop tract's activation packs nothing reads any more.
+    if !plans.is_empty() {
+        model.compact()?;
+    }
+    Ok(plans.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::Model;
+    use std::path::PathBuf;
+
+    fn onnx() -> Vec<u8> {
+        let dir = std::env::var_os("CONDENSE_MODEL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
+        let path = dir.join("model.onnx");
+        std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "{} not readable ({e}): run scripts/fetch-models",
+                path.display()
+            )
+        })
+    }
+
+    /// Deterministic token ids (not `[PAD]`) and a full mask for `batch × seq`.
+    fn inputs(batch: usize, seq: usize) -> (Vec<i64>, Vec<i64>) {
+        let ids = (0..batch * seq)
+            .map(|i| 1000 + ((i as i64 * 7919) % 28000))
+            .collect();
+        (ids, vec![1; batch * seq])
+    }
+
+    /// The kernel tract's cost model prefers gives the plan's hidden states bit for bit, on
+    /// shapes either side of the kernel change's reason (a call of 256 tokens) and on batches.
+    #[test]
+    fn preferred_kernels_give_the_same_bits() {
+        let onnx = onnx();
+        let ours = Model::load_with(&onnx, 1, true).expect("model loads");
+        let tracts = Model::load_with(&onnx, 1, false).expect("model loads");
+        let changed = ours.kernels_chosen;
+        assert_eq!(tracts.kernels_chosen, 0);
+        // Machines whose cost model agrees with tract's symbolic choice change nothing; this
+        // project's (AVX-512) changes all 36 weight matmuls.
+        if tract_linalg::MmmDispatch::native()
+            .runnable()
+            .iter()
+            .any(|k| k.name() == "avx512_mmm_f32_64x3")
+        {
+            assert!(changed > 0, "no matmul changed kernel");
+        }
+        for (batch, seq) in [(1, 40), (1, 256), (3, 85), (2, 7)] {
+            let (ids, mask) = inputs(batch, seq);
+            let a = ours
+                .run(batch, seq, ids.clone(), mask.clone(), 0)
+                .expect("runs");
+            let b = tracts.run(batch, seq, ids, mask, 0).expect("runs");
+            assert_eq!(a.len(), batch * seq * super::super::DIMS);
+            let differ = a
+                .iter()
+                .zip(&b)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert_eq!(differ, 0, "{batch}×{seq}: {differ} values differ");
+        }
+    }
+}
