@@ -227,8 +227,10 @@ pub struct LoadInfo {
     pub casts_folded: usize,
     /// Nodes of the model's plan that run through condense's own code instead of tract's:
     /// reshapes that reset unit-axis strides, broadcast additions and multiplications and the
-    /// softmax NaN guards (`src/embed/ops.rs`), and in wasm the matmuls that use condense's 8×8
-    /// f32 kernel (`src/embed/wasm_kernel.rs`). Same values (bit for bit), faster.
+    /// softmax NaN guards (`src/embed/ops.rs`); on x86-64 the weight matmuls given the kernel
+    /// tract's cost model prefers (`src/embed/kernels.rs`); in wasm the matmuls that use
+    /// condense's 8×8 f32 kernel (`src/embed/wasm_kernel.rs`). Same values (bit for bit),
+    /// faster.
     pub nodes_repaired: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,

@@ -9,7 +9,8 @@
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
 //! Before it, the inputs' symbols are bounded (batch ≤ [`MAX_BATCH`], sequence ≤ 512) so tract
 //! can prove its fast element-wise kernels apply; after it, [`repair`] puts condense's own
-//! evaluation in place of tract's slow paths for these shapes (`super::ops`) and, in wasm, its
+//! evaluation in place of tract's slow paths for these shapes (`super::ops`), natively on
+//! x86-64 the matmul kernels tract's cost model prefers (`super::kernels`) and, in wasm, its
 //! matmul kernel (`super::wasm_kernel`), all computing the same bits.
 //!
 //! **Single short texts** (a query), natively, run on a plan specialised to `batch = 1` and a padded length
