@@ -108,8 +108,8 @@ fn unpacked(packed: &dyn MMMInputValue) -> TractResult<Tensor> {
     Tensor::from_shape(&[m, k], &values)
 }
 
-/// One matmul to re-kernel: its node, the kernel and packing to use, which input is the
-/// activations' pack, and the new weights.
+/// One matmul to re-kernel: its node, its new op (kernel and re-packed weights), the input slot
+/// that reads the activations' pack, the activations, and their pack for the new kernel.
 struct Plan {
     node: usize,
     op: OptMatMul,
