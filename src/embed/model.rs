@@ -70,13 +70,10 @@ pub(crate) struct Model {
     output: usize,
     /// Number of constant casts folded at load (for tests and diagnostics).
     pub(crate) casts_folded: usize,
-    /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic) or,
-    /// in wasm, given condense's matmul kernel (`super::wasm_kernel`).
+    /// Number of plan nodes wrapped by [`super::ops`] (reshapes and broadcast arithmetic),
+    /// given the kernel tract's cost model prefers (`super::kernels`, x86-64) or, in wasm,
+    /// given condense's matmul kernel (`super::wasm_kernel`).
     pub(crate) repaired: usize,
-    /// Number of weight matmuls given the kernel tract's cost model prefers
-    /// (`super::kernels`; also counted in `repaired`).
-    #[allow(dead_code)]
-    pub(crate) kernels_chosen: usize,
     /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
     #[cfg(not(target_arch = "wasm32"))]
     executor: Option<tract_linalg::multithread::Executor>,
@@ -222,7 +219,7 @@ impl Model {
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
-        let (repaired, kernels_chosen) = repair(&mut typed, kernels)
+        let repaired = repair(&mut typed, kernels)
             .map_err(|e| tract_error("model", "plan repair failed", &e))?;
         let plan = typed
             .into_runnable()
@@ -235,7 +232,6 @@ impl Model {
             output,
             casts_folded,
             repaired,
-            kernels_chosen,
             #[cfg(not(target_arch = "wasm32"))]
             executor: thread_pool(threads)?,
         })
@@ -342,8 +338,8 @@ impl Model {
 
 /// condense's repairs to an optimised plan (`super::ops`; on x86-64, when `kernels`,
 /// `super::kernels`; in wasm `super::wasm_kernel`): the same values, computed faster. Returns
-/// how many nodes changed, and how many of them are `super::kernels`' matmuls.
-fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<(usize, usize)> {
+/// how many nodes changed.
+fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<usize> {
     let repaired = super::ops::nan_guards(model)?
         + super::ops::natural_strides(model)
         + super::ops::blockwise_broadcasts(model);
@@ -360,7 +356,7 @@ fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<(usize, usize)> 
     };
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     let repaired = repaired + super::wasm_kernel::swap_in(model);
-    Ok((repaired + chosen, chosen))
+    Ok(repaired + chosen)
 }
 
 /// Most texts one run of the model takes (`batch` ≤ this; the embedder splits larger batches).
