@@ -164,7 +164,7 @@ fn big_operand(inputs: &[TValue]) -> Option<usize> {
 }
 
 /// `big ∘ small` block by block, if [`big_operand`] allows it; `None` otherwise (tests).
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 fn blockwise(arith: Arith, inputs: &[TValue]) -> TractResult<Option<TValue>> {
     match big_operand(inputs) {
         Some(big) => apply(arith, inputs[big].clone(), &inputs[1 - big]).map(Some),
