@@ -7,6 +7,14 @@ use std::time::Instant;
 use tract_linalg::mmm::{AsInputValue, FusedSpec};
 use tract_onnx::prelude::*;
 
+/// A `rows × cols` f32 matrix of values in [0, 1), spread by `prime`.
+fn matrix(rows: usize, cols: usize, prime: usize) -> Tensor {
+    let values: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * prime) % 1000) as f32 / 1000.0)
+        .collect();
+    Tensor::from_shape(&[rows, cols], &values).unwrap()
+}
+
 fn main() {
     let names = [
         "avx512_mmm_f32_64x3",
@@ -23,7 +31,9 @@ fn main() {
         (256, 256),
         (64, 256),
     ] {
+        let a = matrix(m, k, 7919);
         for n in [16usize, 128, 256, 1024] {
+            let b = matrix(k, n, 104729);
             let mut row = format!("m={m:5} k={k:5} n={n:5}:");
             for name in names {
                 let mmm = tract_linalg::MmmDispatch::native()
@@ -31,20 +41,6 @@ fn main() {
                     .iter()
                     .find(|k| k.name() == name)
                     .unwrap();
-                let a = Tensor::from_shape(
-                    &[m, k],
-                    &(0..m * k)
-                        .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap();
-                let b = Tensor::from_shape(
-                    &[k, n],
-                    &(0..k * n)
-                        .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap();
                 let packing = &mmm.packings()[0];
                 let pa = packing.0.prepare_one(&a, 1, 0).unwrap();
                 let mut c = Tensor::zero::<f32>(&[m, n]).unwrap();
