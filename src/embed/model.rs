@@ -343,6 +343,7 @@ fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<usize> {
     let repaired = super::ops::nan_guards(model)?
         + super::ops::natural_strides(model)
         + super::ops::blockwise_broadcasts(model);
+    let repaired = repaired + super::ops::masked_softmaxes(model)?;
     #[cfg(target_arch = "x86_64")]
     let chosen = if kernels {
         super::kernels::prefer(model)?
