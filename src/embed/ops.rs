@@ -19,6 +19,10 @@
 //! two passes over `[batch, 12, seq, seq]` — a boolean tensor, then tract's generic three-way
 //! select into a new tensor. [`NanTo`] is one pass in place: a NaN becomes the constant, every
 //! other value stays (the same values as the select).
+//!
+//! [`MaskedSoftmax`] then takes the mask addition, the softmax and that guard as one op, and
+//! skips adding mask rows of zeros (every row of a text without padding): the softmax maps
+//! `x + 0.0` and `x` alike, so the result is the same bits.
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
