@@ -209,6 +209,36 @@ fn micro_ops_for(
         .collect()
 }
 
+/// The parts of a node [`prefer`] may re-kernel: an f32 `OptMatMul` of the symbolic plan (its
+/// `n` a symbol: concrete plans had tract ask its cost model already) with one matmul, whose
+/// operands, output `m` axis and current kernel this returns.
+fn symbolic_matmul(
+    node: &TypedNode,
+) -> Option<(
+    &OptMatMul,
+    usize,
+    &MatMulOperand,
+    &MatMulOperand,
+    &dyn MatMatMul,
+)> {
+    let op = node.op_as::<OptMatMul>()?;
+    let (Some(m_axis), Some(n_axis)) = (op.c_m_axis, op.c_n_axis) else {
+        return None;
+    };
+    if op.c_fact.shape[n_axis].to_usize().is_ok() || op.c_fact.datum_type != f32::datum_type() {
+        return None;
+    }
+    let mut matmuls = op.micro_ops.iter().filter_map(|o| match o {
+        ProtoFusedSpec::AddMatMul { a, b, .. } => Some((a, b)),
+        _ => None,
+    });
+    let (Some((a, b)), None) = (matmuls.next(), matmuls.next()) else {
+        return None;
+    };
+    let current = op.mmm.last()?;
+    Some((op, m_axis, a, b, &**current))
+}
+
 /// Attention's products (`QKᵀ`, `P·V`): both operands are activations, each packed by tract's
 /// `OptMatMulPack` for the kernel of the symbolic plan. When `m` is concrete (the head size,
 /// 32 for MiniLM: `P·V` computes `Vᵀ` by `P`), this asks tract's cost model with `k` and `n`
@@ -217,28 +247,12 @@ fn micro_ops_for(
 /// (one head's `P·V`, `m = 32, k = n = 256`, pack and kernel): 78 µs with `64x3` (half of its
 /// 64-row tile is padding), 41 µs with `32x6`, 36 µs with `16x12`.
 fn plan_for_product(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
-    let Some(op) = node.op_as::<OptMatMul>() else {
-        return Ok(None);
-    };
-    let (Some(m_axis), Some(n_axis)) = (op.c_m_axis, op.c_n_axis) else {
-        return Ok(None);
-    };
-    if op.c_fact.datum_type != f32::datum_type() || op.c_fact.shape[n_axis].to_usize().is_ok() {
-        return Ok(None);
-    }
-    let Ok(m) = op.c_fact.shape[m_axis].to_usize() else {
-        return Ok(None);
-    };
-    let mut matmuls = op.micro_ops.iter().filter_map(|o| match o {
-        ProtoFusedSpec::AddMatMul { a, b, .. } => Some((a, b)),
-        _ => None,
-    });
-    let (Some((MatMulOperand::Input(a_slot), MatMulOperand::Input(b_slot))), None) =
-        (matmuls.next(), matmuls.next())
+    let Some((op, m_axis, MatMulOperand::Input(a_slot), MatMulOperand::Input(b_slot), current)) =
+        symbolic_matmul(node)
     else {
         return Ok(None);
     };
-    let Some(current) = op.mmm.last() else {
+    let Ok(m) = op.c_fact.shape[m_axis].to_usize() else {
         return Ok(None);
     };
     let Some(want) = tract_linalg::MmmDispatch::native().preferred_kernel(
@@ -316,26 +330,9 @@ fn plan_for_product(model: &TypedModel, node: &TypedNode) -> TractResult<Option<
 
 /// What [`prefer`] would make of one node, if anything.
 fn plan_for(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
-    let Some(op) = node.op_as::<OptMatMul>() else {
-        return Ok(None);
-    };
-    let (Some(_), Some(n_axis)) = (op.c_m_axis, op.c_n_axis) else {
-        return Ok(None);
-    };
-    // Concrete plans: tract asked its cost model already.
-    if op.c_fact.shape[n_axis].to_usize().is_ok() || op.c_fact.datum_type != f32::datum_type() {
-        return Ok(None);
-    }
-    let mut matmuls = op.micro_ops.iter().filter_map(|o| match o {
-        ProtoFusedSpec::AddMatMul { a, b, .. } => Some((a, b)),
-        _ => None,
-    });
-    let (Some((MatMulOperand::Const(weights), MatMulOperand::Input(b_slot))), None) =
-        (matmuls.next(), matmuls.next())
+    let Some((op, _, MatMulOperand::Const(weights), MatMulOperand::Input(b_slot), current)) =
+        symbolic_matmul(node)
     else {
-        return Ok(None);
-    };
-    let Some(current) = op.mmm.last() else {
         return Ok(None);
     };
     let (m, k) = (weights.mn(), weights.k());
