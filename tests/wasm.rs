@@ -274,6 +274,14 @@ mod minilm {
         condense::embed::check_wasm_kernel(7, 400).expect("same bits");
     }
 
+    /// The attention's row softmax of the wasm build (src/embed/wasm_softmax.rs) gives tract's
+    /// bits on random rows with zeros of both signs, infinities, NaN and extremes.
+    #[wasm_bindgen_test]
+    fn row_softmax_equals_tracts_bit_for_bit() {
+        condense::embed::check_wasm_softmax(0x5eed, 300).expect("same bits");
+        condense::embed::check_wasm_softmax(11, 300).expect("same bits");
+    }
+
     #[wasm_bindgen_test]
     fn wrong_model_bytes_are_a_typed_error_in_wasm() {
         let err = Embedder::from_bytes(&MODEL[..MODEL.len() / 3], TOKENIZER)

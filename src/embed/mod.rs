@@ -46,6 +46,8 @@ mod pooling;
 pub mod tokenizer;
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_kernel;
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_softmax;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -215,6 +217,15 @@ pub struct EmbedderIdentity {
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 pub fn check_wasm_kernel(seed: u64, programs: usize) -> Result<(), String> {
     wasm_kernel::check_against_tract(seed, programs)
+}
+
+/// Test hook (wasm32 with simd128): runs `cases` random rows (special values included) through
+/// the attention's row softmax of the wasm build and through tract's, and returns the first
+/// whose results differ in any bit (see `src/embed/wasm_softmax.rs`).
+#[doc(hidden)]
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+pub fn check_wasm_softmax(seed: u64, cases: usize) -> Result<(), String> {
+    wasm_softmax::check_against_tract(seed, cases)
 }
 
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.

@@ -396,6 +396,10 @@ struct Rows {
 /// The softmax tract's `Softmax` runs on rows of a natural f32 tensor: its row kernel where the
 /// platform has one, else its max, exp-sum and scale kernels, row by row.
 enum RowKernel {
+    /// The wasm build's own copy of tract's wasm row kernel (`super::wasm_softmax`: the same
+    /// bits, the NaN guard included).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    Wasm,
     Rows(tract_linalg::routines::SoftmaxRowsF32),
     Steps {
         max: Box<dyn tract_linalg::reduce::Reduce<f32>>,
@@ -407,6 +411,10 @@ enum RowKernel {
 impl RowKernel {
     fn new() -> Option<RowKernel> {
         use tract_linalg::routines::{softmax_rows_f32, Func};
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if softmax_rows_f32().is_some() {
+            return Some(RowKernel::Wasm);
+        }
         if let Some(rows) = softmax_rows_f32() {
             return Some(RowKernel::Rows(rows));
         }
@@ -417,9 +425,17 @@ impl RowKernel {
         })
     }
 
-    /// Softmax of each row of `len` values of `chunk`, in place.
-    fn run(&self, chunk: &mut [f32], len: usize) -> TractResult<()> {
+    /// Softmax of each row of `len` values of `chunk`, in place, then each NaN → `nan_to`.
+    fn run(&self, chunk: &mut [f32], len: usize, nan_to: f32) -> TractResult<()> {
         match self {
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            RowKernel::Wasm => {
+                ensure!(
+                    super::wasm_softmax::softmax_rows(chunk, len, nan_to),
+                    "rows of {len} for the wasm row softmax"
+                );
+                return Ok(());
+            }
             RowKernel::Rows(rows) => rows(chunk, len),
             RowKernel::Steps {
                 max,
@@ -432,6 +448,10 @@ impl RowKernel {
                     scale.run_with_params(row, sum.recip())?;
                 }
             }
+        }
+        for v in chunk.iter_mut() {
+            let x = *v;
+            *v = if x.is_nan() { nan_to } else { x };
         }
         Ok(())
     }
@@ -453,8 +473,9 @@ impl MaskedSoftmax {
             return None;
         }
         let kernel = RowKernel::new()?;
-        // tract's row kernel takes rows of a multiple of 4 only (its other path runs the steps).
-        if matches!(kernel, RowKernel::Rows(_)) && len % 4 != 0 {
+        // tract's row kernel (and the wasm build's copy) takes rows of a multiple of 4 only
+        // (its other path runs the steps).
+        if !matches!(kernel, RowKernel::Steps { .. }) && len % 4 != 0 {
             return None;
         }
         Some(Rows {
@@ -512,11 +533,7 @@ impl MaskedSoftmax {
                     row.iter_mut().zip(from).for_each(|(d, s)| *d += *s);
                 }
             }
-            rows.kernel.run(chunk, rows.len)?;
-            for v in chunk.iter_mut() {
-                let x = *v;
-                *v = if x.is_nan() { self.nan_to.value } else { x };
-            }
+            rows.kernel.run(chunk, rows.len, self.nan_to.value)?;
         }
         Ok(())
     }
