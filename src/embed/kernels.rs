@@ -176,6 +176,27 @@ fn f32_packing(kernel: &dyn MatMatMul) -> Option<(usize, PackedFormat, PackedFor
     })
 }
 
+/// The f32 kernel tract's cost model prefers for an `m × k` matmul at [`super::CALL_TOKENS`]
+/// activations, with its packing of plain f32 panels on both sides (index, A and B formats);
+/// `None` if that is `current` or has no such packing.
+fn preferred_f32(
+    current: &dyn MatMatMul,
+    m: usize,
+    k: usize,
+) -> Option<(Box<dyn MatMatMul>, usize, PackedFormat, PackedFormat)> {
+    let want = tract_linalg::MmmDispatch::native().preferred_kernel(
+        f32::datum_type(),
+        Some(m),
+        Some(k),
+        Some(super::CALL_TOKENS),
+    )?;
+    if want.name() == current.name() || want.internal_type() != f32::datum_type() {
+        return None;
+    }
+    let (p, a, b) = f32_packing(&*want)?;
+    Some((want, p, a, b))
+}
+
 /// `op`'s micro-ops for `kernel` (packing `p`, an `mr × nr` tile), its matmul's operands
 /// replaced by `operands` when given.
 fn micro_ops_for(
@@ -255,18 +276,7 @@ fn plan_for_product(model: &TypedModel, node: &TypedNode) -> TractResult<Option<
     let Ok(m) = op.c_fact.shape[m_axis].to_usize() else {
         return Ok(None);
     };
-    let Some(want) = tract_linalg::MmmDispatch::native().preferred_kernel(
-        f32::datum_type(),
-        Some(m),
-        Some(super::CALL_TOKENS),
-        Some(super::CALL_TOKENS),
-    ) else {
-        return Ok(None);
-    };
-    if want.name() == current.name() || want.internal_type() != f32::datum_type() {
-        return Ok(None);
-    }
-    let Some((p, a_format, b_format)) = f32_packing(&*want) else {
+    let Some((want, p, a_format, b_format)) = preferred_f32(current, m, super::CALL_TOKENS) else {
         return Ok(None);
     };
     let mut packs = Vec::new();
@@ -336,19 +346,7 @@ fn plan_for(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
         return Ok(None);
     };
     let (m, k) = (weights.mn(), weights.k());
-    let Some(want) = tract_linalg::MmmDispatch::native().preferred_kernel(
-        f32::datum_type(),
-        Some(m),
-        Some(k),
-        Some(super::CALL_TOKENS),
-    ) else {
-        return Ok(None);
-    };
-    if want.name() == current.name() || want.internal_type() != f32::datum_type() {
-        return Ok(None);
-    }
-    // A packing of plain f32 panels on both sides.
-    let Some((p, a_format, b_format)) = f32_packing(&*want) else {
+    let Some((want, p, a_format, b_format)) = preferred_f32(current, m, k) else {
         return Ok(None);
     };
     // The activations: a pack node over a 2-D f32 tensor whose one concrete axis is `k`.
