@@ -305,19 +305,25 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> usize {
     swapped
 }
 
+/// A deterministic xorshift stream for the wasm bit-identity checks (this module's and
+/// `super::wasm_softmax`'s).
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// Runs `programs` random fused-op programs (random k, panels, fused ops, tile strides) through
 /// [`kernel`] and through tract's `wasm_f32_8x8`, and returns the first program whose stored
 /// tiles differ in any bit. The wasm tests call it (through `embed::check_wasm_kernel`).
 pub(crate) fn check_against_tract(seed: u64, programs: usize) -> Result<(), String> {
     use tract_linalg::mmm::{MatMatMulKer, RoundingPolicy};
 
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(seed);
     let theirs = &*tract_linalg::wasm::wasm_f32_8x8;
     for program in 0..programs {
         let value = |next: &mut dyn FnMut() -> u64| (next() % 20_001) as f32 / 1000.0 - 10.0;
@@ -353,7 +359,7 @@ pub(crate) fn check_against_tract(seed: u64, programs: usize) -> Result<(), Stri
         let tile_rows = lanes(&|i| tile[i]);
         let tile_cols = lanes(&|i| tile[(i % 8) * 8 + i / 8]);
         let scalar = value(&mut next);
-        let (row_major, col_major) = (next() % 2 == 0, next() % 2 == 0);
+        let (row_major, col_major) = (next().is_multiple_of(2), next().is_multiple_of(2));
         let strides = |row_major: bool| {
             if row_major {
                 (32isize, 4isize)
@@ -427,7 +433,7 @@ pub(crate) fn check_against_tract(seed: u64, programs: usize) -> Result<(), Stri
         for _ in 0..(next() % 6) {
             ops.push(all[(next() % all.len() as u64) as usize]);
         }
-        if next() % 2 == 0 {
+        if next().is_multiple_of(2) {
             ops.push(FusedKerSpec::AddMatMul {
                 k,
                 pa: pa.as_ptr() as *const u8,

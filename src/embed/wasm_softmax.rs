@@ -172,17 +172,6 @@ const SPECIAL: [f32; 12] = [
     -104.0,
 ];
 
-/// A deterministic xorshift stream for the checks.
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed | 1;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
 /// Runs random rows through [`softmax_rows`] and through tract's `softmax_rows_f32` followed by
 /// the NaN select, and returns the first case whose results differ in any bit. Rows mix ordinary
 /// scores with zeros of both signs (also at a row's maximum), infinities, NaN and the largest
@@ -191,7 +180,7 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 pub(crate) fn check_against_tract(seed: u64, cases: usize) -> Result<(), String> {
     let theirs = tract_linalg::routines::softmax_rows_f32()
         .ok_or("tract has no wasm softmax_rows_f32 here")?;
-    let mut next = xorshift(seed);
+    let mut next = super::wasm_kernel::xorshift(seed);
     for case in 0..cases {
         let len = if case % 8 == 0 {
             256
