@@ -5,6 +5,9 @@
 //! texts truncated to 16, 128 or 256 tokens; batch 1 embeds them one call each, batch 32 in one
 //! call. Prints one JSON line per case, sentences per second over repeats of at least 2 s
 //! after one untimed pass. `ONLY=256/1` runs one case (tokens/batch), e.g. under a profiler.
+//! `OPS=1` prints, instead of each case's speed, its time per operator
+//! (`Embedder::profile_ops`, one pass after the untimed one): `bench/op-profile` tables it
+//! beside the wasm build's.
 //! Every call checks its vectors (count and unit norm): a benchmark is also a test.
 
 use std::path::PathBuf;
@@ -73,6 +76,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             // (a single-text plan built for its length bucket) is not throughput.
             for group in texts.chunks(batch) {
                 embedder.embed(group)?;
+            }
+            if std::env::var_os("OPS").is_some() {
+                for op in embedder.profile_ops(&texts)? {
+                    println!(
+                        "{}",
+                        serde_json::json!({"case": format!("ops/{tokens}tok/batch{batch}/tract-native"),
+                            "op": op.op, "ms_per_text": op.ms_per_text,
+                            "evals_per_text": op.evals_per_text})
+                    );
+                }
+                continue;
             }
             let (mut done, start) = (0usize, now_ms());
             let elapsed = loop {

@@ -96,21 +96,38 @@ mod wasm {
         /// `Float32Array` of `texts.length × 384` values, row by row.
         #[wasm_bindgen(js_name = embedFlat)]
         pub fn embed_flat(&self, texts: &JsValue) -> Result<Float32Array, JsValue> {
-            if !Array::is_array(texts) {
-                return Err(input_error("texts".into(), "expected an array of strings"));
-            }
-            let texts: Vec<String> = Array::from(texts)
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    t.as_string()
-                        .ok_or_else(|| input_error(format!("texts[{i}]"), "expected a string"))
-                })
-                .collect::<Result<_, _>>()?;
+            let texts = strings(texts)?;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = self.inner.embed(&refs).map_err(js_error)?;
             let flat: Vec<f32> = vectors.iter().flat_map(|v| v.iter().copied()).collect();
             Ok(Float32Array::from(flat.as_slice()))
         }
+
+        /// Embeds `texts` (an array of strings) with every operator of the model timed
+        /// (a profiling aid, `bench/op_profile.mjs`): JSON text
+        /// `[{op, msPerText, evalsPerText}]`, slowest first.
+        #[wasm_bindgen(js_name = profileOps)]
+        pub fn profile_ops(&self, texts: &JsValue) -> Result<String, JsValue> {
+            let texts = strings(texts)?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let rows = self.inner.profile_ops(&refs).map_err(js_error)?;
+            serde_json::to_string(&rows)
+                .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
+        }
+    }
+
+    /// `texts` as strings: an array of strings, else an error naming the field.
+    fn strings(texts: &JsValue) -> Result<Vec<String>, JsValue> {
+        if !Array::is_array(texts) {
+            return Err(input_error("texts".into(), "expected an array of strings"));
+        }
+        Array::from(texts)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.as_string()
+                    .ok_or_else(|| input_error(format!("texts[{i}]"), "expected a string"))
+            })
+            .collect()
     }
 }

@@ -412,3 +412,33 @@ fn a_caller_digest_goes_into_the_identity_and_a_malformed_one_is_refused() {
         assert_eq!(err.kind(), ErrorKind::InvalidOptions, "{bad}");
     }
 }
+
+/// `profile_ops` embeds as `embed` does and times every operator: the attention's fused
+/// softmax once per layer per model call, matmuls named with their kernels, slowest first; the
+/// lexical embedder has no operators to time.
+#[test]
+fn operator_profile_times_the_models_operators() {
+    let texts = [
+        "a short text",
+        "another text, a little longer than the first one",
+    ];
+    let rows = embedder().profile_ops(&texts).expect("profile");
+    let softmax = rows
+        .iter()
+        .find(|r| r.op == "MaskedSoftmax")
+        .expect("the attention's softmax is timed");
+    // Six layers, one softmax each, in the one model call that holds both texts.
+    assert_eq!(softmax.evals_per_text * texts.len() as f64, 6.0);
+    assert!(rows.iter().any(|r| r.op.starts_with("OptMatMul ")));
+    assert!(rows
+        .iter()
+        .all(|r| r.ms_per_text >= 0.0 && r.evals_per_text > 0.0));
+    assert!(rows.iter().map(|r| r.ms_per_text).sum::<f64>() > 0.0);
+    assert!(rows
+        .windows(2)
+        .all(|w| w[0].ms_per_text >= w[1].ms_per_text));
+    assert!(Embedder::lexical()
+        .profile_ops(&texts)
+        .expect("lexical")
+        .is_empty());
+}

@@ -274,6 +274,22 @@ mod minilm {
         condense::embed::check_wasm_kernel(7, 400).expect("same bits");
     }
 
+    /// The operator profile runs in wasm too (its clock is `performance.now`): one short text,
+    /// the fused softmax once per layer, the matmuls on condense's kernel.
+    #[wasm_bindgen_test]
+    fn operator_profile_in_wasm() {
+        let embedder = Embedder::from_bytes(MODEL, TOKENIZER).expect("model loads in wasm");
+        let rows = embedder.profile_ops(&["a short text"]).expect("profile");
+        let softmax = rows
+            .iter()
+            .find(|r| r.op == "MaskedSoftmax")
+            .expect("softmax");
+        assert_eq!(softmax.evals_per_text, 6.0);
+        assert!(rows
+            .iter()
+            .any(|r| r.op.contains("condense_wasm_f32_8x8_halves")));
+    }
+
     /// The attention's row softmax of the wasm build (src/embed/wasm_softmax.rs) gives tract's
     /// bits on random rows with zeros of both signs, infinities, NaN and extremes.
     #[wasm_bindgen_test]

@@ -231,6 +231,19 @@ pub fn check_wasm_softmax(seed: u64, cases: usize) -> Result<(), String> {
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
+/// Time one operator kind of the model took in [`Embedder::profile_ops`] (a profiling aid).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpTime {
+    /// The operator's name in the optimised plan; matmuls also name their kernels and output
+    /// shape (`OptMatMul wasm_f32_8x1/condense_wasm_f32_8x8_halves (batch)*(sequence),384`).
+    pub op: String,
+    /// Milliseconds over every evaluation, divided by the number of texts embedded.
+    pub ms_per_text: f64,
+    /// Evaluations, divided by the number of texts embedded.
+    pub evals_per_text: f64,
+}
+
 /// How a model was loaded (diagnostics for benches and logs; not part of the identity).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LoadInfo {
@@ -530,6 +543,36 @@ impl Embedder {
                 Ok(out)
             }
         }
+    }
+
+    /// Embeds `texts` as [`embed`](Embedder::embed) does, with every operator of the model
+    /// timed ([`crate::clock::now_ms`] around each evaluation, single-threaded), and returns the
+    /// time per operator kind, slowest first (`bench/op_profile.mjs` and
+    /// `examples/op_profile.rs` print it for wasm and native). A profiling aid for the engine's
+    /// speed work: the clock calls add a little to each evaluation (more in wasm, where the
+    /// clock is JavaScript's). Empty for an embedder without a model.
+    ///
+    /// # Errors
+    /// As [`embed`](Embedder::embed).
+    pub fn profile_ops(&self, texts: &[&str]) -> Result<Vec<OpTime>, Error> {
+        #[cfg(feature = "embed")]
+        if let Inner::MiniLm(_) = &self.inner {
+            let (vectors, times) = model::profile_ops(|| self.embed(texts));
+            vectors?;
+            let n = texts.len().max(1) as f64;
+            let mut rows: Vec<OpTime> = times
+                .into_iter()
+                .map(|(op, (ms, evals))| OpTime {
+                    op,
+                    ms_per_text: ms / n,
+                    evals_per_text: evals as f64 / n,
+                })
+                .collect();
+            rows.sort_by(|a, b| b.ms_per_text.total_cmp(&a.ms_per_text));
+            return Ok(rows);
+        }
+        self.embed(texts)?;
+        Ok(Vec::new())
     }
 
     /// Embeds one text.

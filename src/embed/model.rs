@@ -290,9 +290,6 @@ impl Model {
         ids: Vec<i64>,
         mask: Vec<i64>,
     ) -> Result<Vec<f32>, Error> {
-        let internal = |what: &str, e: TractError| {
-            Error::new(ErrorKind::Internal, "", format!("{what}: {e:#}"))
-        };
         let shape = [batch, seq];
         let ids = tensor_from(&shape, ids).map_err(|e| internal("input_ids", e))?;
         let mask = tensor_from(&shape, mask).map_err(|e| internal("attention_mask", e))?;
@@ -305,6 +302,9 @@ impl Model {
             .filter_map(|i| slots[*i as usize].take())
             .map(TValue::from)
             .collect();
+        if profiling() {
+            return self.output(run_profiled(plan, inputs)?, batch, seq);
+        }
         #[cfg(not(target_arch = "wasm32"))]
         let outputs = match &self.executor {
             Some(pool) => tract_linalg::multithread::multithread_tract_scope(pool.clone(), || {
@@ -314,7 +314,16 @@ impl Model {
         };
         #[cfg(target_arch = "wasm32")]
         let outputs = plan.run(inputs);
-        let mut outputs = outputs.map_err(|e| internal("inference", e))?;
+        self.output(outputs.map_err(|e| internal("inference", e))?, batch, seq)
+    }
+
+    /// The hidden states among a run's `outputs`, checked to hold `batch × seq × 384` values.
+    fn output(
+        &self,
+        mut outputs: TVec<TValue>,
+        batch: usize,
+        seq: usize,
+    ) -> Result<Vec<f32>, Error> {
         if self.output >= outputs.len() {
             return Err(Error::new(ErrorKind::Internal, "", "model output missing"));
         }
@@ -407,6 +416,11 @@ fn bound_symbols(model: &TypedModel) -> TractResult<()> {
     Ok(())
 }
 
+/// tract's error in a run, as condense's internal error (a bug: inputs are always well-formed).
+fn internal(what: &str, e: TractError) -> Error {
+    Error::new(ErrorKind::Internal, "", format!("{what}: {e:#}"))
+}
+
 fn tensor_from(shape: &[usize], data: Vec<i64>) -> TractResult<Tensor> {
     Tensor::from_shape(shape, &data)
 }
@@ -451,4 +465,69 @@ fn fold_constant_casts(model: &mut TypedModel) -> TractResult<usize> {
     }
     model.compact()?;
     Ok(count)
+}
+
+thread_local! {
+    /// Where [`profile_ops`] collects time per operator while it runs (this thread only).
+    static OP_TIMES: std::cell::RefCell<Option<OpTimes>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Milliseconds and evaluations per operator key (see [`op_key`]).
+pub(crate) type OpTimes = std::collections::BTreeMap<String, (f64, usize)>;
+
+/// Runs `f` with every model run on this thread timed operator by operator, and returns the
+/// times (a profiling aid: `Embedder::profile_ops`).
+pub(crate) fn profile_ops<R>(f: impl FnOnce() -> R) -> (R, OpTimes) {
+    OP_TIMES.with(|t| *t.borrow_mut() = Some(OpTimes::new()));
+    let r = f();
+    let times = OP_TIMES.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    (r, times)
+}
+
+/// An operator's key in a profile: its name, and for matmuls the kernels and output shape.
+fn op_key(node: &TypedNode) -> String {
+    use tract_onnx::tract_core::ops::matmul::optimized::OptMatMul;
+    match node.op_as::<OptMatMul>() {
+        Some(mm) => {
+            let kernels: Vec<&str> = mm.mmm.iter().map(|k| k.name()).collect();
+            let shape = node.outputs.first().map(|o| format!("{:?}", o.fact.shape));
+            format!(
+                "OptMatMul {} {}",
+                kernels.join("/"),
+                shape.unwrap_or_default()
+            )
+        }
+        None => node.op().name().to_string(),
+    }
+}
+
+/// Whether [`profile_ops`] is collecting on this thread.
+fn profiling() -> bool {
+    OP_TIMES.with(|t| t.borrow().is_some())
+}
+
+/// One run of `plan` with each node's evaluation timed into [`OP_TIMES`] (the key is built
+/// outside the timed span). Single-threaded: tract's executor is not installed for it.
+fn run_profiled(
+    plan: &Arc<TypedRunnableModel>,
+    inputs: TVec<TValue>,
+) -> Result<TVec<TValue>, Error> {
+    let run = || -> TractResult<TVec<TValue>> {
+        let mut state = plan.spawn()?;
+        state.run_plan_with_eval(inputs, |ctx, st, node, inp| {
+            let start = crate::clock::now_ms();
+            let out = tract_onnx::tract_core::plan::eval(ctx, st, node, inp);
+            let ms = crate::clock::now_ms() - start;
+            let key = op_key(node);
+            OP_TIMES.with(|t| {
+                if let Some(times) = t.borrow_mut().as_mut() {
+                    let e = times.entry(key).or_insert((0.0, 0));
+                    e.0 += ms;
+                    e.1 += 1;
+                }
+            });
+            out
+        })
+    };
+    run().map_err(|e| internal("inference", e))
 }
