@@ -197,16 +197,18 @@ fn preferred_f32(
     Some((want, p, a, b))
 }
 
-/// `op`'s micro-ops for `kernel` (packing `p`, an `mr × nr` tile), its matmul's operands
-/// replaced by `operands` when given.
-fn micro_ops_for(
+/// `op` on `kernel` alone (its packing `p`; the stores retiled for its tile), its matmul's
+/// operands replaced by `operands` when given.
+fn rekernelled(
     op: &OptMatMul,
+    kernel: Box<dyn MatMatMul>,
     p: usize,
-    (mr, nr): (usize, usize),
     operands: Option<(MatMulOperand, MatMulOperand)>,
-) -> Vec<ProtoFusedSpec> {
+) -> TractResult<OptMatMul> {
+    let (mr, nr) = (kernel.mr(), kernel.nr());
     let mode = op.mmm.len() - 1;
-    op.micro_ops
+    let micro_ops = op
+        .micro_ops
         .iter()
         .map(|o| match o {
             ProtoFusedSpec::AddMatMul { geo, a, b, .. } => {
@@ -227,7 +229,16 @@ fn micro_ops_for(
             }
             other => other.clone(),
         })
-        .collect()
+        .collect();
+    OptMatMul::new(
+        vec![kernel],
+        ModePicker::Single,
+        op.c_fact.clone(),
+        op.c_m_axis,
+        op.c_n_axis,
+        micro_ops,
+        op.trivial_packing,
+    )
 }
 
 /// The parts of a node [`prefer`] may re-kernel: an f32 `OptMatMul` of the symbolic plan (its
@@ -320,17 +331,7 @@ fn plan_for_product(model: &TypedModel, node: &TypedNode) -> TractResult<Option<
             },
         ));
     }
-    let (mr, nr) = (want.mr(), want.nr());
-    let micro_ops = micro_ops_for(op, p, (mr, nr), None);
-    let new_op = OptMatMul::new(
-        vec![want],
-        ModePicker::Single,
-        op.c_fact.clone(),
-        op.c_m_axis,
-        op.c_n_axis,
-        micro_ops,
-        op.trivial_packing,
-    )?;
+    let new_op = rekernelled(op, want, p, None)?;
     Ok(Some(Plan {
         node: node.id,
         op: new_op,
@@ -376,21 +377,11 @@ fn plan_for(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
     }
 
     let new_weights = a_format.prepare_one(&unpacked(&**weights)?, 1, 0)?;
-    let (mr, nr) = (want.mr(), want.nr());
     let operands = (
         MatMulOperand::Const(new_weights),
         MatMulOperand::Input(*b_slot),
     );
-    let micro_ops = micro_ops_for(op, p, (mr, nr), Some(operands));
-    let new_op = OptMatMul::new(
-        vec![want],
-        ModePicker::Single,
-        op.c_fact.clone(),
-        op.c_m_axis,
-        op.c_n_axis,
-        micro_ops,
-        op.trivial_packing,
-    )?;
+    let new_op = rekernelled(op, want, p, Some(operands))?;
     let pack = PackActivations {
         format: b_format,
         k_axis,
