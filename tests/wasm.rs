@@ -298,6 +298,14 @@ mod minilm {
         condense::embed::check_wasm_softmax(11, 300).expect("same bits");
     }
 
+    /// The integer weight matmul's SIMD kernel gives the portable kernel's bits (the native
+    /// AVX-512 kernel is checked against the same portable kernel natively).
+    #[wasm_bindgen_test]
+    fn integer_matmul_kernel_equals_the_portable_one() {
+        condense::embed::check_wasm_quant(0x5eed, 60).expect("same bits");
+        condense::embed::check_wasm_quant(3, 60).expect("same bits");
+    }
+
     #[wasm_bindgen_test]
     fn wrong_model_bytes_are_a_typed_error_in_wasm() {
         let err = Embedder::from_bytes(&MODEL[..MODEL.len() / 3], TOKENIZER)

@@ -468,8 +468,8 @@ mod tests {
     #[test]
     fn preferred_kernels_give_the_same_bits() {
         let onnx = onnx();
-        let ours = Model::load_with(&onnx, 1, true).expect("model loads");
-        let tracts = Model::load_with(&onnx, 1, false).expect("model loads");
+        let ours = Model::load_with(&onnx, 1, true, false).expect("model loads");
+        let tracts = Model::load_with(&onnx, 1, false, false).expect("model loads");
         // The plans differ only by the kernel choice, so this is how many matmuls it changed.
         let changed = ours
             .repaired

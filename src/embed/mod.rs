@@ -43,11 +43,17 @@ mod model;
 mod ops;
 mod pooling;
 #[cfg(feature = "embed")]
+mod quant;
+#[cfg(feature = "embed")]
 pub mod tokenizer;
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_kernel;
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_quant;
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_softmax;
+#[cfg(all(feature = "embed", target_arch = "x86_64"))]
+mod x86_quant;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -228,6 +234,15 @@ pub fn check_wasm_softmax(seed: u64, cases: usize) -> Result<(), String> {
     wasm_softmax::check_against_tract(seed, cases)
 }
 
+/// Test hook (wasm32 with simd128): runs `cases` random integer weight matmuls through the wasm
+/// build's SIMD kernel and the portable one, and returns the first whose results differ in any
+/// bit (see `src/embed/wasm_quant.rs`).
+#[doc(hidden)]
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+pub fn check_wasm_quant(seed: u64, cases: usize) -> Result<(), String> {
+    wasm_quant::check_against_portable(seed, cases)
+}
+
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
@@ -254,7 +269,8 @@ pub struct LoadInfo {
     /// softmax NaN guards (`src/embed/ops.rs`); on x86-64 the weight matmuls given the kernel
     /// tract's cost model prefers (`src/embed/kernels.rs`); in wasm the matmuls that use
     /// condense's 8×8 f32 kernel (`src/embed/wasm_kernel.rs`). Same values (bit for bit),
-    /// faster.
+    /// faster. Also counted: weight matmuls run as integer products (`src/embed/quant.rs`; not
+    /// enabled in this release), which round the activations to 16 bits.
     pub nodes_repaired: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,
@@ -401,7 +417,7 @@ impl Embedder {
         };
         let load = LoadInfo {
             casts_folded: model.casts_folded,
-            nodes_repaired: model.repaired,
+            nodes_repaired: model.repaired + model.quantized,
             load_ms: crate::clock::now_ms() - start,
         };
         Ok(Embedder {

@@ -74,6 +74,8 @@ pub(crate) struct Model {
     /// given the kernel tract's cost model prefers (`super::kernels`, x86-64) or, in wasm,
     /// given condense's matmul kernel (`super::wasm_kernel`).
     pub(crate) repaired: usize,
+    /// Number of weight matmuls run as integer products (`super::quant`).
+    pub(crate) quantized: usize,
     /// The pool the matmuls share their tiles over (`EmbedOptions::threads` > 1, natively).
     #[cfg(not(target_arch = "wasm32"))]
     executor: Option<tract_linalg::multithread::Executor>,
@@ -107,11 +109,18 @@ fn tract_error(path: &str, what: &str, e: &TractError) -> Error {
 impl Model {
     /// Loads and optimises an ONNX encoder (see the module docs).
     pub(crate) fn load(onnx: &[u8], threads: usize) -> Result<Model, Error> {
-        Model::load_with(onnx, threads, true)
+        let quant = super::quant::ENABLED && super::quant::available();
+        Model::load_with(onnx, threads, true, quant)
     }
 
-    /// [`Model::load`], with or without `super::kernels`' kernel choice (tests compare both).
-    pub(crate) fn load_with(onnx: &[u8], threads: usize, kernels: bool) -> Result<Model, Error> {
+    /// [`Model::load`], with or without `super::kernels`' kernel choice and `super::quant`'s
+    /// integer weight matmuls (tests compare them).
+    pub(crate) fn load_with(
+        onnx: &[u8],
+        threads: usize,
+        kernels: bool,
+        quant: bool,
+    ) -> Result<Model, Error> {
         // One thread in wasm (EmbedOptions::threads is checked to be 1 there).
         #[cfg(target_arch = "wasm32")]
         let _ = threads;
@@ -188,6 +197,12 @@ impl Model {
         let casts_folded = fold_constant_casts(&mut typed)
             .map_err(|e| tract_error("model", "constant folding failed", &e))?;
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+        let quantized = if quant {
+            super::quant::swap_in(&mut typed)
+                .map_err(|e| tract_error("model", "integer matmuls", &e))?
+        } else {
+            0
+        };
 
         // The output must be `batch × sequence × 384` floats.
         let out_outlet = typed
@@ -232,6 +247,7 @@ impl Model {
             output,
             casts_folded,
             repaired,
+            quantized,
             #[cfg(not(target_arch = "wasm32"))]
             executor: thread_pool(threads)?,
         })
