@@ -243,6 +243,22 @@ pub fn check_wasm_quant(seed: u64, cases: usize) -> Result<(), String> {
     wasm_quant::check_against_portable(seed, cases)
 }
 
+/// A deterministic xorshift stream for the bit-identity checks of the kernels (the wasm checks
+/// of `wasm_kernel.rs`, `wasm_softmax.rs` and `wasm_quant.rs`; the native tests of `quant.rs`).
+#[cfg(all(
+    feature = "embed",
+    any(test, all(target_arch = "wasm32", target_feature = "simd128"))
+))]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 

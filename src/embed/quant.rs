@@ -392,6 +392,44 @@ impl TypedOp for QuantMatMul {
     as_op!();
 }
 
+/// A random product for the kernels' bit-identity checks: `q` (`k × n`), column scales, a bias
+/// and activations `x` (`rows × k`). `extreme`: every weight -128 and every activation -1, so
+/// each chunk's sums reach their bound (32767 · 128 · 512).
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) fn random_product(
+    next: &mut impl FnMut() -> u64,
+    rows: usize,
+    k: usize,
+    n: usize,
+    extreme: bool,
+) -> (Vec<i8>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let q = (0..k * n)
+        .map(|_| {
+            if extreme {
+                -128
+            } else {
+                (next() % 256) as u8 as i8
+            }
+        })
+        .collect();
+    let scales = (0..n)
+        .map(|_| (next() % 1000) as f32 * 1e-5 + 1e-4)
+        .collect();
+    let bias = (0..n)
+        .map(|_| (next() % 2001) as f32 * 1e-3 - 1.0)
+        .collect();
+    let x = (0..rows * k)
+        .map(|_| {
+            if extreme {
+                -1.0
+            } else {
+                ((next() % 20001) as f32 - 10000.0) * 1e-3
+            }
+        })
+        .collect();
+    (q, scales, bias, x)
+}
+
 /// Puts a [`QuantMatMul`] in place of every f32 `EinSum` of an activation by a constant whose
 /// weights are exact int8 multiples of per-column scales ([`QuantWeights::recover`]), with the
 /// constant bias `Add` after it when there is one. Runs on the decluttered model, before
@@ -523,24 +561,7 @@ mod tests {
     }
 
     fn case(seed: u64, rows: usize, k: usize, n: usize) -> (Vec<i8>, Vec<f32>, Vec<f32>, Vec<f32>) {
-        let mut s = seed | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let q = (0..k * n).map(|_| (next() % 256) as u8 as i8).collect();
-        let scales = (0..n)
-            .map(|_| (next() % 1000) as f32 * 1e-5 + 1e-4)
-            .collect();
-        let bias = (0..n)
-            .map(|_| (next() % 2001) as f32 * 1e-3 - 1.0)
-            .collect();
-        let x = (0..rows * k)
-            .map(|_| ((next() % 20001) as f32 - 10000.0) * 1e-3)
-            .collect();
-        (q, scales, bias, x)
+        random_product(&mut super::super::xorshift(seed), rows, k, n, false)
     }
 
     proptest! {

@@ -306,25 +306,13 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> usize {
     swapped
 }
 
-/// A deterministic xorshift stream for the wasm bit-identity checks (this module's and
-/// `super::wasm_softmax`'s).
-pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed | 1;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
 /// Runs `programs` random fused-op programs (random k, panels, fused ops, tile strides) through
 /// [`kernel`] and through tract's `wasm_f32_8x8`, and returns the first program whose stored
 /// tiles differ in any bit. The wasm tests call it (through `embed::check_wasm_kernel`).
 pub(crate) fn check_against_tract(seed: u64, programs: usize) -> Result<(), String> {
     use tract_linalg::mmm::{MatMatMulKer, RoundingPolicy};
 
-    let mut next = xorshift(seed);
+    let mut next = super::xorshift(seed);
     let theirs = &*tract_linalg::wasm::wasm_f32_8x8;
     for program in 0..programs {
         let value = |next: &mut dyn FnMut() -> u64| (next() % 20_001) as f32 / 1000.0 - 10.0;

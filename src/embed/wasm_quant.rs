@@ -20,7 +20,7 @@
 
 use core::arch::wasm32::*;
 
-use super::quant::{Activations, QuantWeights, CHUNK, COLS, TILE};
+use super::quant::{random_product, Activations, QuantWeights, CHUNK, COLS, TILE};
 
 /// Row panels per block: their activations stay in cache while every weight panel passes.
 const BLOCK_PANELS: usize = 8;
@@ -43,10 +43,11 @@ pub(crate) fn matmul(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
     for block in (0..row_panels).step_by(BLOCK_PANELS) {
         let block_end = (block + BLOCK_PANELS).min(row_panels);
         for (b, panel) in w.packed.chunks_exact(pairs * COLS).enumerate() {
+            let halves = halves(w, b);
             for rb in block..block_end {
                 let rows = &x.packed[rb * pairs * TILE..(rb + 1) * pairs * TILE];
                 let sums = unsafe { tile(panel.as_ptr(), rows.as_ptr(), pairs) };
-                store(&sums, rb, b, w, x, out);
+                store(&sums, rb, &halves, w.n, x, out);
             }
         }
     }
@@ -82,26 +83,50 @@ unsafe fn tile(w: *const u32, x: *const u32, pairs: usize) -> [v128; 2 * TILE] {
     total
 }
 
-/// `((sum · r_t) · s) + bias` for the tile's rows into `out`, the valid columns only.
+/// One half (4 columns) of a weight panel as the store reads it: its first column, how many of
+/// its columns are valid (0 past `n`), and their scales and biases (zeros past `n`).
+struct Half {
+    j0: usize,
+    cols: usize,
+    scales: v128,
+    bias: v128,
+}
+
+/// The two [`Half`]s of weight panel `b` (built once per panel, not per tile).
+fn halves(w: &QuantWeights, b: usize) -> [Half; 2] {
+    let half = |h: usize| {
+        let j0 = b * COLS + 4 * h;
+        let cols = w.n.saturating_sub(j0).min(4);
+        let mut s = [0f32; 4];
+        let mut c = [0f32; 4];
+        if cols > 0 {
+            s[..cols].copy_from_slice(&w.scales[j0..j0 + cols]);
+            c[..cols].copy_from_slice(&w.bias[j0..j0 + cols]);
+        }
+        Half {
+            j0,
+            cols,
+            scales: f32x4(s[0], s[1], s[2], s[3]),
+            bias: f32x4(c[0], c[1], c[2], c[3]),
+        }
+    };
+    [half(0), half(1)]
+}
+
+/// `((sum · r_t) · s) + bias` for the tile's rows into `out` (`n` columns), the valid columns
+/// only.
 fn store(
     sums: &[v128; 2 * TILE],
     rb: usize,
-    b: usize,
-    w: &QuantWeights,
+    halves: &[Half; 2],
+    n: usize,
     x: &Activations,
     out: &mut [f32],
 ) {
-    for h in 0..2 {
-        let j0 = b * COLS + 4 * h;
-        if j0 >= w.n {
+    for (h, half) in halves.iter().enumerate() {
+        if half.cols == 0 {
             break;
         }
-        let cols = (w.n - j0).min(4);
-        let mut s = [0f32; 4];
-        let mut c = [0f32; 4];
-        s[..cols].copy_from_slice(&w.scales[j0..j0 + cols]);
-        c[..cols].copy_from_slice(&w.bias[j0..j0 + cols]);
-        let (scales, bias) = (f32x4(s[0], s[1], s[2], s[3]), f32x4(c[0], c[1], c[2], c[3]));
         for r in 0..TILE {
             let t = rb * TILE + r;
             if t >= x.rows {
@@ -110,9 +135,9 @@ fn store(
             let y = f32x4_add(
                 f32x4_mul(
                     f32x4_mul(sums[h * TILE + r], f32x4_splat(x.scales[t])),
-                    scales,
+                    half.scales,
                 ),
-                bias,
+                half.bias,
             );
             let lanes = [
                 f32x4_extract_lane::<0>(y),
@@ -120,7 +145,8 @@ fn store(
                 f32x4_extract_lane::<2>(y),
                 f32x4_extract_lane::<3>(y),
             ];
-            out[t * w.n + j0..t * w.n + j0 + cols].copy_from_slice(&lanes[..cols]);
+            let at = t * n + half.j0;
+            out[at..at + half.cols].copy_from_slice(&lanes[..half.cols]);
         }
     }
 }
@@ -130,34 +156,13 @@ fn store(
 /// through [`matmul`] and the portable kernel, and returns the first whose results differ in
 /// any bit. The wasm tests call it (through `embed::check_wasm_quant`).
 pub(crate) fn check_against_portable(seed: u64, cases: usize) -> Result<(), String> {
-    let mut next = super::wasm_kernel::xorshift(seed);
+    let mut next = super::xorshift(seed);
     for case in 0..cases {
         let rows = 1 + (next() % 40) as usize;
         let k = 1 + (next() % 1600) as usize;
         let n = 1 + (next() % 40) as usize;
         let extreme = case % 4 == 3;
-        let q: Vec<i8> = (0..k * n)
-            .map(|_| {
-                if extreme {
-                    -128
-                } else {
-                    (next() % 256) as u8 as i8
-                }
-            })
-            .collect();
-        let scales: Vec<f32> = (0..n).map(|_| (next() % 1000) as f32 * 1e-5).collect();
-        let bias: Vec<f32> = (0..n)
-            .map(|_| (next() % 2001) as f32 * 1e-3 - 1.0)
-            .collect();
-        let x: Vec<f32> = (0..rows * k)
-            .map(|_| {
-                if extreme {
-                    -1.0
-                } else {
-                    ((next() % 20001) as f32 - 10000.0) * 1e-3
-                }
-            })
-            .collect();
+        let (q, scales, bias, x) = random_product(&mut next, rows, k, n, extreme);
         let w = QuantWeights::pack(k, n, &q, scales, bias);
         let packed = Activations::pack(&x, rows, k);
         let mut simd = vec![0f32; rows * n];

@@ -180,7 +180,7 @@ const SPECIAL: [f32; 12] = [
 pub(crate) fn check_against_tract(seed: u64, cases: usize) -> Result<(), String> {
     let theirs = tract_linalg::routines::softmax_rows_f32()
         .ok_or("tract has no wasm softmax_rows_f32 here")?;
-    let mut next = super::wasm_kernel::xorshift(seed);
+    let mut next = super::xorshift(seed);
     for case in 0..cases {
         let len = if case % 8 == 0 {
             256

@@ -149,13 +149,7 @@ mod tests {
             eprintln!("no AVX-512 VNNI: skipped");
             return;
         }
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = super::super::xorshift(0x9e37_79b9_7f4a_7c15);
         let cases = [
             (1, 1, 1, false),
             (7, 30, 17, false),
@@ -165,29 +159,8 @@ mod tests {
             (3, 1536, 16, true),
         ];
         for &(rows, k, n, extreme) in &cases {
-            // `extreme`: every weight -128 and every activation at its largest magnitude, so
-            // each chunk's sums reach their bound (32767 · 128 · 512).
-            let q: Vec<i8> = (0..k * n)
-                .map(|_| {
-                    if extreme {
-                        -128
-                    } else {
-                        (next() % 256) as u8 as i8
-                    }
-                })
-                .collect();
-            let scales: Vec<f32> = (0..n).map(|_| (next() % 1000) as f32 * 1e-5).collect();
-            let bias: Vec<f32> = (0..n)
-                .map(|_| (next() % 2001) as f32 * 1e-3 - 1.0)
-                .collect();
-            let mut x: Vec<f32> = (0..rows * k)
-                .map(|_| ((next() % 20001) as f32 - 10000.0) * 1e-3)
-                .collect();
-            // The first row (every row if `extreme`) at one magnitude.
-            let take = if extreme { rows * k } else { k };
-            for v in x.iter_mut().take(take) {
-                *v = -1.0;
-            }
+            let (q, scales, bias, x) =
+                super::super::quant::random_product(&mut next, rows, k, n, extreme);
             let w = QuantWeights::pack(k, n, &q, scales, bias);
             let packed = Activations::pack(&x, rows, k);
             let mut fast = vec![0f32; rows * n];
