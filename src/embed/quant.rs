@@ -16,10 +16,11 @@
 //!   as f32 in chunk order.
 //!
 //! Integer sums do not depend on their order, so every kernel (the portable one here, AVX-512
-//! VNNI in `super::x86_quant`, wasm SIMD in `super::wasm_quant`) gives the same bits, natively
-//! and in wasm (tested); not enabled yet (see [`ENABLED`]). The only
-//! rounding the f32 model does not have is the activations' 16 bits: measured on the reference
-//! fixture, every vector stays within cosine 0.9999997 of the f32 model's.
+//! VNNI and AVX2 in `super::x86_quant`, wasm SIMD in `super::wasm_quant`) gives the same bits,
+//! natively and in wasm (tested), and so does every activation packer. The only rounding the
+//! f32 model does not have is the activations' 16 bits: measured on the reference fixture,
+//! every vector stays within cosine 0.9999997 of the f32 model's. Not enabled: see [`ENABLED`]
+//! for what it would gain and what blocks it.
 //!
 //! A row holding a NaN or an infinity gives a row of NaN (the f32 model gives NaN or infinities
 //! there too); a row of zeros gives the bias.
@@ -30,19 +31,25 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::math::Add;
 
-/// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`]. Off: as
-/// built so far they are not faster where it matters. Measured (session 18): natively with
-/// AVX-512 VNNI the kernel runs at ~210 G multiply-adds/s (tract's f32 kernels ~105), but the
-/// rounding and packing of the activations, scalar, costs about as much, so 128-token batches
-/// of 32 ran at 55.8 texts/s against 55.1 on f32; in wasm the kernel ran at ~25 G/s (the f32
-/// kernel ~29; an isolated loop of the same shape reached 51-53 in session 17), so 128-token
-/// batches fell from 17.7 to 15.6 texts/s, while 16-token single texts rose from 109 to 121. It
-/// must be on natively and in wasm alike: the 16-bit rounding moves vectors by up to 2.3e-7 in
-/// cosine, enough to flip one near tie among the parity fixture's top-10 neighbours.
+/// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`]. Off:
+/// fast now, but it would break the native / wasm parity. Measured with it on (session 19,
+/// `bench/embed-compare`, medians of 3 rounds, texts/s): wasm in Node 175–25.6–11.3 (16, 128,
+/// 256 tokens) against 109–17.7–8.0 on f32; natively (AVX-512 VNNI) 523–76–32 against
+/// 245–55–24; native / onnxruntime 1.39–3.17, native / wasm 2.84–3.00.
+///
+/// Why off: rounding activations to 16 bits is a step function, so a difference of one ulp in
+/// its input can move a value by a whole step. The f32 parts of the model (attention's matmuls
+/// and softmax, GELU's `erf`, the layer norms' sums) are computed by different kernels natively
+/// and in wasm, and after the first layer the two builds' roundings are as good as independent:
+/// their vectors differ by ~2e-7 in cosine (as much as either differs from the f32 model; under
+/// 5e-9 on f32), which flips 2 near ties (score gaps ~1.5e-5) among the parity fixture's top-10
+/// neighbours. The parity contract (identical top-10 order) then needs those f32 parts to give
+/// the same bits natively and in wasm first.
 pub(crate) const ENABLED: bool = false;
 
-/// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI.
-/// Elsewhere the model keeps tract's f32 matmuls (the portable kernel is a reference, not fast).
+/// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI or
+/// AVX2. Elsewhere (aarch64 today) the model keeps tract's f32 matmuls (the portable kernel is a
+/// reference, not fast).
 pub(crate) fn available() -> bool {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     return true;
@@ -177,9 +184,37 @@ impl QuantWeights {
     }
 
     /// The product for the rows of `x` (`rows × k`, row-major) into `out` (`rows × n`), by the
-    /// portable kernel or the platform's (`super::x86_quant` with AVX-512 VNNI, `super::wasm_quant`
-    /// in wasm).
+    /// portable kernel or the platform's (`super::x86_quant` with AVX-512 VNNI or AVX2,
+    /// `super::wasm_quant` in wasm).
+    ///
+    /// Natively, under a multi-thread executor (`EmbedOptions::threads` > 1, installed by
+    /// `Model::run`), the rows are split into one contiguous run of row panels per thread, each
+    /// packed and multiplied on its own. A row's result depends on that row alone (its own
+    /// scale, exact integer sums), so the bits are those of one thread.
     pub(crate) fn matmul(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let tract_linalg::multithread::Executor::MultiThread(pool) =
+            tract_linalg::multithread::current_tract_executor()
+        {
+            let panels = rows.div_ceil(TILE);
+            let tasks = pool.current_num_threads().min(panels);
+            if tasks > 1 && self.k > 0 && self.n > 0 {
+                use rayon::prelude::*;
+                let per = panels.div_ceil(tasks) * TILE;
+                pool.install(|| {
+                    out[..rows * self.n]
+                        .par_chunks_mut(per * self.n)
+                        .zip(x[..rows * self.k].par_chunks(per * self.k))
+                        .for_each(|(out, x)| self.matmul_rows(x, x.len() / self.k, out));
+                });
+                return;
+            }
+        }
+        self.matmul_rows(x, rows, out);
+    }
+
+    /// [`QuantWeights::matmul`] on the calling thread.
+    fn matmul_rows(&self, x: &[f32], rows: usize, out: &mut [f32]) {
         let packed = Activations::pack(x, rows, self.k);
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         super::wasm_quant::matmul(self, &packed, out);
@@ -261,8 +296,22 @@ pub(crate) struct Activations {
 }
 
 impl Activations {
-    /// Rounds each row of `x` (`rows × k`) to `round(x · 32767 / max|x|)`, ties to even.
+    /// Rounds each row of `x` (`rows × k`) to `round(x · 32767 / max|x|)`, ties to even, by
+    /// the platform's SIMD packer (AVX-512 or AVX2 natively, wasm SIMD) or the portable one; all
+    /// give the same integers.
     pub(crate) fn pack(x: &[f32], rows: usize, k: usize) -> Activations {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        return super::wasm_quant::pack(x, rows, k);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(packed) = super::x86_quant::pack(x, rows, k) {
+            return packed;
+        }
+        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+        Activations::pack_portable(x, rows, k)
+    }
+
+    /// The portable packer: the reference for the others.
+    pub(crate) fn pack_portable(x: &[f32], rows: usize, k: usize) -> Activations {
         let pairs = k.div_ceil(2);
         let panels = rows.div_ceil(TILE);
         let mut packed = vec![0u32; panels * pairs * TILE];
@@ -367,10 +416,15 @@ impl EvalOp for QuantMatMul {
         let rows: usize = shape[..lead].iter().product();
         let mut out_shape: TVec<usize> = shape[..lead].into();
         out_shape.push(self.weights.n);
-        let mut out = vec![0f32; rows * self.weights.n];
-        let view = x.try_as_plain_ram()?;
-        self.weights.matmul(view.as_slice::<f32>()?, rows, &mut out);
-        Ok(tvec!(Tensor::from_shape(&out_shape, &out)?.into_tvalue()))
+        // Written in place (every kernel writes every value; zeroing is cheaper than a copy).
+        let mut out = Tensor::zero::<f32>(&out_shape)?;
+        {
+            let view = x.try_as_plain_ram()?;
+            let mut dst = out.try_as_plain_ram_mut()?;
+            self.weights
+                .matmul(view.as_slice::<f32>()?, rows, dst.as_slice_mut::<f32>()?);
+        }
+        Ok(tvec!(out.into_tvalue()))
     }
 }
 
@@ -390,6 +444,35 @@ impl TypedOp for QuantMatMul {
     }
 
     as_op!();
+}
+
+/// `rows × k` activations for the packers' checks: mostly random values in ±10 with zeros,
+/// and (if `special`) zeros of both signs, infinities, NaN, exact ties and extremes mixed in.
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) fn special_rows(
+    next: &mut impl FnMut() -> u64,
+    rows: usize,
+    k: usize,
+    special: bool,
+) -> Vec<f32> {
+    const SPECIAL: [f32; 9] = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        0.5,
+        -2.5,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+    ];
+    (0..rows * k)
+        .map(|_| match next() % 64 {
+            0 if special => SPECIAL[(next() % SPECIAL.len() as u64) as usize],
+            1..=8 => 0.0,
+            _ => ((next() % 20001) as f32 - 10000.0) * 1e-3,
+        })
+        .collect()
 }
 
 /// A random product for the kernels' bit-identity checks: `q` (`k × n`), column scales, a bias
@@ -593,6 +676,25 @@ mod tests {
             for i in 0..k * n {
                 prop_assert_eq!(f32::from(q2[i]) * s2[i % n], w[i]);
             }
+        }
+    }
+
+    /// Under a multi-thread executor the rows are split over the pool; the bits are those of
+    /// one thread, for row counts around the panel and thread boundaries.
+    #[test]
+    fn threads_give_the_bits_of_one_thread() {
+        use tract_linalg::multithread::{multithread_tract_scope, Executor};
+        let pool = Executor::multithread(3);
+        for (seed, rows) in [(1, 1), (2, 8), (3, 9), (4, 23), (5, 24), (6, 100)] {
+            let (k, n) = (70, 19);
+            let (q, scales, bias, x) = case(seed, rows, k, n);
+            let w = QuantWeights::pack(k, n, &q, scales, bias);
+            let mut one = vec![0f32; rows * n];
+            w.matmul(&x, rows, &mut one);
+            let mut three = vec![f32::NAN; rows * n];
+            multithread_tract_scope(pool.clone(), || w.matmul(&x, rows, &mut three));
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&one), bits(&three), "{rows} rows");
         }
     }
 

@@ -2,13 +2,19 @@
 //!
 //! One instruction multiplies 8 pairs of 16-bit integers and adds each pair into one of 4 `i32`
 //! lanes: 8 multiply-adds, against 4 for an f32 multiply and add (wasm has no f32 FMA). A tile
-//! is 8 activation rows by one 8-column weight panel, computed as two 8 × 4 halves like
-//! `super::wasm_kernel`'s f32 tile: per k pair, one 4-column load of the panel and, per row,
-//! the row's pair broadcast from memory (`v128.load32_splat`) into one dot product: 8 sums, one
-//! weight vector and one broadcast live, within V8's 15 vector registers. Both panels advance
-//! 32 bytes per pair (V8 keeps one induction variable then; `super::wasm_kernel` found unequal
-//! strides cost a fifth of the loop's speed). Each [`CHUNK`] of k runs both halves back to
-//! back, so the second reads the chunk's panels from L1.
+//! is 8 activation rows by one 8-column weight panel, computed as two 4 × 8 halves: per k pair,
+//! the panel's two 4-column vectors and, per row, the row's pair broadcast from memory
+//! (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one broadcast
+//! live, within V8's 15 vector registers. The k-loop is its own function (`#[inline(never)]`)
+//! over scalar accumulators, and both panels advance 32 bytes per pair from one induction
+//! variable: written with arrays of accumulators inside the tile's loops, V8's code for the
+//! same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19, Node 20, 512
+//! rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of the
+//! result are stored as one vector (a variable-length copy was a `memcpy` call per row).
+//!
+//! [`pack`] rounds the activations 8 at a time. Each row's largest magnitude is an integer
+//! `i32x4.max` over the bit patterns with the sign cleared: `f32x4.max`'s NaN rules cost V8
+//! several instructions on a chain, which made the packer 4× slower.
 //!
 //! The sums are the exact integer sums of the portable kernel, chunk by chunk, and the f32 steps
 //! after them the same operations in the same order, so the results are the same bits (a wasm
@@ -20,7 +26,10 @@
 
 use core::arch::wasm32::*;
 
-use super::quant::{random_product, Activations, QuantWeights, CHUNK, COLS, TILE};
+use super::quant::{
+    pair, quantize, random_product, row_scale, special_rows, Activations, QuantWeights, CHUNK,
+    COLS, TILE,
+};
 
 /// Row panels per block: their activations stay in cache while every weight panel passes.
 const BLOCK_PANELS: usize = 8;
@@ -62,25 +71,50 @@ unsafe fn tile(w: *const u32, x: *const u32, pairs: usize) -> [v128; 2 * TILE] {
     let mut total = [f32x4_splat(0.0); 2 * TILE];
     let mut start = 0;
     while start < pairs {
-        let end = (start + CHUNK / 2).min(pairs);
+        let n = (pairs - start).min(CHUNK / 2);
         for h in 0..2 {
-            let mut acc = [i32x4_splat(0); TILE];
-            let mut p = start;
-            while p < end {
-                let wv = v128_load(w.add(p * COLS + 4 * h) as *const v128);
-                let xp = x.add(p * TILE);
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    *acc = i32x4_add(*acc, i32x4_dot_i16x8(v128_load32_splat(xp.add(r)), wv));
-                }
-                p += 1;
-            }
-            for (t, a) in total[h * TILE..].iter_mut().zip(&acc) {
+            let acc = half(w.add(start * COLS), x.add(start * TILE + 4 * h), n);
+            for (i, a) in acc.iter().enumerate() {
+                let t = &mut total[(i % 2) * TILE + 4 * h + i / 2];
                 *t = f32x4_add(*t, f32x4_convert_i32x4(*a));
             }
         }
-        start = end;
+        start += n;
     }
     total
+}
+
+/// The integer sums of 4 rows by 8 columns over `n` pairs (`[r * 2 + c]`: row `r`, columns
+/// `4c..4c + 4`): both panels advance 32 bytes per pair, from one induction variable.
+///
+/// # Safety
+/// `w` and `x` point to `n * 8` values.
+#[inline(never)]
+unsafe fn half(w: *const u32, x: *const u32, n: usize) -> [v128; TILE] {
+    let z = i32x4_splat(0);
+    let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
+    let (mut c4, mut c5, mut c6, mut c7) = (z, z, z, z);
+    for p in 0..n {
+        // SAFETY: both panels hold n × 8 values (see above).
+        unsafe {
+            let w0 = v128_load(w.add(p * COLS) as *const v128);
+            let w1 = v128_load(w.add(p * COLS + 4) as *const v128);
+            let xp = x.add(p * TILE);
+            let a = v128_load32_splat(xp);
+            c0 = i32x4_add(c0, i32x4_dot_i16x8(a, w0));
+            c1 = i32x4_add(c1, i32x4_dot_i16x8(a, w1));
+            let a = v128_load32_splat(xp.add(1));
+            c2 = i32x4_add(c2, i32x4_dot_i16x8(a, w0));
+            c3 = i32x4_add(c3, i32x4_dot_i16x8(a, w1));
+            let a = v128_load32_splat(xp.add(2));
+            c4 = i32x4_add(c4, i32x4_dot_i16x8(a, w0));
+            c5 = i32x4_add(c5, i32x4_dot_i16x8(a, w1));
+            let a = v128_load32_splat(xp.add(3));
+            c6 = i32x4_add(c6, i32x4_dot_i16x8(a, w0));
+            c7 = i32x4_add(c7, i32x4_dot_i16x8(a, w1));
+        }
+    }
+    [c0, c1, c2, c3, c4, c5, c6, c7]
 }
 
 /// One half (4 columns) of a weight panel as the store reads it: its first column, how many of
@@ -139,16 +173,116 @@ fn store(
                 ),
                 half.bias,
             );
+            let at = t * n + half.j0;
+            if half.cols == 4 {
+                let dst: &mut [f32] = &mut out[at..at + 4];
+                // SAFETY: `dst` holds the 4 values the store writes.
+                unsafe { v128_store(dst.as_mut_ptr() as *mut v128, y) };
+                continue;
+            }
             let lanes = [
                 f32x4_extract_lane::<0>(y),
                 f32x4_extract_lane::<1>(y),
                 f32x4_extract_lane::<2>(y),
                 f32x4_extract_lane::<3>(y),
             ];
-            let at = t * n + half.j0;
             out[at..at + half.cols].copy_from_slice(&lanes[..half.cols]);
         }
     }
+}
+
+/// [`Activations::pack`] on wasm SIMD: each row's largest magnitude by `f32x4.max` over
+/// `f32x4.abs` (a NaN propagates, so a row with a non-finite value shows as a non-finite
+/// maximum, as [`row_scale`] finds it), then 8 values at a time rounded by `f32x4.nearest`
+/// (ties to even: the portable [`quantize`]'s integers), converted and narrowed to 16 bits and
+/// stored as 4 pairs.
+pub(crate) fn pack(x: &[f32], rows: usize, k: usize) -> Activations {
+    let pairs = k.div_ceil(2);
+    let mut packed = vec![0u32; rows.div_ceil(TILE) * pairs * TILE];
+    let mut scales = vec![0f32; rows];
+    let whole = k / 8 * 8;
+    for (t, row) in x.chunks_exact(k.max(1)).take(rows).enumerate() {
+        let (scale, inv) = row_scale_simd(row);
+        scales[t] = scale;
+        let base = (t / TILE) * pairs * TILE + t % TILE;
+        let m = f32x4_splat(inv);
+        // The row's pairs `p` sit at `base + p * TILE`.
+        let out = &mut packed[base..base + (whole / 2).saturating_sub(1) * TILE + 1];
+        for (i, eight) in row[..whole].chunks_exact(8).enumerate() {
+            // SAFETY: `eight` holds 8 values.
+            let (lo, hi) = unsafe {
+                let at = eight.as_ptr() as *const v128;
+                (v128_load(at), v128_load(at.add(1)))
+            };
+            let lo = i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(lo, m)));
+            let hi = i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(hi, m)));
+            let q = i16x8_narrow_i32x4(lo, hi);
+            if let Some(at) = out.get_mut(4 * i * TILE..(4 * i + 3) * TILE + 1) {
+                at[0] = u32x4_extract_lane::<0>(q);
+                at[TILE] = u32x4_extract_lane::<1>(q);
+                at[2 * TILE] = u32x4_extract_lane::<2>(q);
+                at[3 * TILE] = u32x4_extract_lane::<3>(q);
+            }
+        }
+        for (j, two) in row[whole..].chunks(2).enumerate() {
+            let lo = quantize(two[0], inv);
+            let hi = two.get(1).map_or(0, |&v| quantize(v, inv));
+            packed[base + (whole / 2 + j) * TILE] = pair(lo, hi);
+        }
+    }
+    Activations {
+        rows,
+        packed,
+        scales,
+    }
+}
+
+/// [`row_scale`]'s result. The magnitudes' bit patterns order as the magnitudes do (NaN's above
+/// infinity's), so the largest is an integer `i32x4.max` over the values with their sign bits
+/// cleared: one instruction, where `f32x4.max`'s NaN rules take V8 several. Two accumulators
+/// halve the dependency chain.
+fn row_scale_simd(row: &[f32]) -> (f32, f32) {
+    let magnitude = u32x4_splat(0x7fff_ffff);
+    let (mut m0, mut m1) = (u32x4_splat(0), u32x4_splat(0));
+    let eights = row.chunks_exact(8);
+    let rest = eights.remainder();
+    for v in eights {
+        // SAFETY: `v` holds 8 values.
+        let (a, b) = unsafe {
+            let at = v.as_ptr() as *const v128;
+            (v128_load(at), v128_load(at.add(1)))
+        };
+        m0 = i32x4_max(m0, v128_and(a, magnitude));
+        m1 = i32x4_max(m1, v128_and(b, magnitude));
+    }
+    let m = i32x4_max(m0, m1);
+    let lanes = [
+        i32x4_extract_lane::<0>(m),
+        i32x4_extract_lane::<1>(m),
+        i32x4_extract_lane::<2>(m),
+        i32x4_extract_lane::<3>(m),
+    ];
+    let bits = lanes
+        .into_iter()
+        .chain(rest.iter().map(|v| (v.to_bits() & 0x7fff_ffff) as i32))
+        .fold(0, i32::max);
+    // Non-finite (infinity or NaN bits) gives NaN; otherwise the portable function's divisions.
+    row_scale(&[f32::from_bits(bits as u32)])
+}
+
+/// Whether two packs hold the same bits.
+fn same_pack(simd: &Activations, portable: &Activations) -> Result<(), String> {
+    if let Some(i) = (simd.packed.iter().zip(&portable.packed)).position(|(a, b)| a != b) {
+        return Err(format!(
+            "packed value {i} is {:#x} in SIMD, {:#x} portable",
+            simd.packed[i], portable.packed[i]
+        ));
+    }
+    let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+    if simd.packed.len() != portable.packed.len() || bits(&simd.scales) != bits(&portable.scales) {
+        return Err("pack sizes or row scales differ".into());
+    }
+    Ok(())
 }
 
 /// Runs `cases` random products (random shapes across chunk and panel edges, a quarter of them
@@ -164,7 +298,9 @@ pub(crate) fn check_against_portable(seed: u64, cases: usize) -> Result<(), Stri
         let extreme = case % 4 == 3;
         let (q, scales, bias, x) = random_product(&mut next, rows, k, n, extreme);
         let w = QuantWeights::pack(k, n, &q, scales, bias);
-        let packed = Activations::pack(&x, rows, k);
+        let packed = pack(&x, rows, k);
+        same_pack(&packed, &Activations::pack_portable(&x, rows, k))
+            .map_err(|e| format!("case {case} (rows {rows}, k {k}): {e}"))?;
         let mut simd = vec![0f32; rows * n];
         let mut portable = vec![0f32; rows * n];
         matmul(&w, &packed, &mut simd);
@@ -179,6 +315,14 @@ pub(crate) fn check_against_portable(seed: u64, cases: usize) -> Result<(), Stri
                 simd[i], portable[i]
             ));
         }
+    }
+    // Rows with special values: zeros of both signs, infinities, NaN, ties, extremes.
+    for case in 0..cases {
+        let rows = 1 + (next() % 20) as usize;
+        let k = 1 + (next() % 200) as usize;
+        let x = special_rows(&mut next, rows, k, case % 2 == 0);
+        same_pack(&pack(&x, rows, k), &Activations::pack_portable(&x, rows, k))
+            .map_err(|e| format!("special case {case} (rows {rows}, k {k}): {e}"))?;
     }
     Ok(())
 }
