@@ -290,12 +290,19 @@ mod minilm {
             .any(|r| r.op.contains("condense_wasm_f32_8x8_halves")));
     }
 
-    /// The attention's row softmax of the wasm build (src/embed/wasm_softmax.rs) gives tract's
+    /// The attention's row softmax of both builds (src/embed/same.rs) gives tract's wasm routine's
     /// bits on random rows with zeros of both signs, infinities, NaN and extremes.
     #[wasm_bindgen_test]
     fn row_softmax_equals_tracts_bit_for_bit() {
         condense::embed::check_wasm_softmax(0x5eed, 300).expect("same bits");
         condense::embed::check_wasm_softmax(11, 300).expect("same bits");
+    }
+
+    /// The operators of src/embed/same.rs give the bits the native build pins (its native tests
+    /// check the same digests).
+    #[wasm_bindgen_test]
+    fn shared_operators_give_the_native_bits() {
+        condense::embed::check_same_bits().expect("same bits");
     }
 
     /// The integer weight matmul's SIMD kernel gives the portable kernel's bits (the native

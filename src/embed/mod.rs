@@ -45,13 +45,13 @@ mod pooling;
 #[cfg(feature = "embed")]
 mod quant;
 #[cfg(feature = "embed")]
+mod same;
+#[cfg(feature = "embed")]
 pub mod tokenizer;
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_kernel;
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_quant;
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-mod wasm_softmax;
 #[cfg(all(feature = "embed", target_arch = "x86_64"))]
 mod x86_quant;
 
@@ -226,12 +226,12 @@ pub fn check_wasm_kernel(seed: u64, programs: usize) -> Result<(), String> {
 }
 
 /// Test hook (wasm32 with simd128): runs `cases` random rows (special values included) through
-/// the attention's row softmax of the wasm build and through tract's, and returns the first
-/// whose results differ in any bit (see `src/embed/wasm_softmax.rs`).
+/// the attention's row softmax (`src/embed/same.rs`, both builds') and through tract's wasm
+/// routine, and returns the first whose results differ in any bit.
 #[doc(hidden)]
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 pub fn check_wasm_softmax(seed: u64, cases: usize) -> Result<(), String> {
-    wasm_softmax::check_against_tract(seed, cases)
+    same::check_against_tract(seed, cases)
 }
 
 /// Test hook (wasm32 with simd128): runs `cases` random integer weight matmuls through the wasm
@@ -243,8 +243,24 @@ pub fn check_wasm_quant(seed: u64, cases: usize) -> Result<(), String> {
     wasm_quant::check_against_portable(seed, cases)
 }
 
+/// Test hook (wasm32 with simd128): whether the operators of `src/embed/same.rs` give the bits
+/// the native build pins (the digests its native tests check too); the first difference if not.
+#[doc(hidden)]
+#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
+pub fn check_same_bits() -> Result<(), String> {
+    let digest = same::softmax_digest();
+    if digest != same::SOFTMAX_DIGEST {
+        return Err(format!(
+            "row softmax digest {digest:#x}, natively {:#x}",
+            same::SOFTMAX_DIGEST
+        ));
+    }
+    Ok(())
+}
+
 /// A deterministic xorshift stream for the bit-identity checks of the kernels (the wasm checks
-/// of `wasm_kernel.rs`, `wasm_softmax.rs` and `wasm_quant.rs`; the native tests of `quant.rs`).
+/// of `wasm_kernel.rs`, `wasm_quant.rs` and `same.rs`; the native tests of `quant.rs`; the
+/// digests of `same.rs`).
 #[cfg(all(
     feature = "embed",
     any(test, all(target_arch = "wasm32", target_feature = "simd128"))

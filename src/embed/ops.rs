@@ -396,10 +396,10 @@ struct Rows {
 /// The softmax tract's `Softmax` runs on rows of a natural f32 tensor: its row kernel where the
 /// platform has one, else its max, exp-sum and scale kernels, row by row.
 enum RowKernel {
-    /// The wasm build's own copy of tract's wasm row kernel (`super::wasm_softmax`: the same
-    /// bits, the NaN guard included).
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    Wasm,
+    /// `super::same`'s row softmax: tract's wasm row kernel (the same bits, the NaN guard
+    /// included), in both builds' code. Always in wasm; natively with the integer weight
+    /// matmuls (`super::same::NATIVE`), whose roundings need the builds' bits to agree.
+    Same,
     Rows(tract_linalg::routines::SoftmaxRowsF32),
     Steps {
         max: Box<dyn tract_linalg::reduce::Reduce<f32>>,
@@ -411,9 +411,8 @@ enum RowKernel {
 impl RowKernel {
     fn new() -> Option<RowKernel> {
         use tract_linalg::routines::{softmax_rows_f32, Func};
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        if softmax_rows_f32().is_some() {
-            return Some(RowKernel::Wasm);
+        if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) || super::same::NATIVE {
+            return Some(RowKernel::Same);
         }
         if let Some(rows) = softmax_rows_f32() {
             return Some(RowKernel::Rows(rows));
@@ -428,11 +427,10 @@ impl RowKernel {
     /// Softmax of each row of `len` values of `chunk`, in place, then each NaN → `nan_to`.
     fn run(&self, chunk: &mut [f32], len: usize, nan_to: f32) -> TractResult<()> {
         match self {
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            RowKernel::Wasm => {
+            RowKernel::Same => {
                 ensure!(
-                    super::wasm_softmax::softmax_rows(chunk, len, nan_to),
-                    "rows of {len} for the wasm row softmax"
+                    super::same::softmax_rows(chunk, len, nan_to),
+                    "rows of {len} for the row softmax"
                 );
                 return Ok(());
             }

@@ -23,10 +23,10 @@
 //! kernel on random programs. [`swap_in`] puts it in place of `wasm_f32_8x8` in an optimised
 //! plan: same packings, so the packed weights and the plan are unchanged otherwise.
 //!
-//! `unsafe` code (with `wasm_softmax.rs`, `wasm_quant.rs` and `x86_quant.rs`, the crate's
-//! only): tract's kernel protocol hands a kernel raw pointers to its packed panels and C tile,
-//! and wasm SIMD loads through them. The pointers and sizes are
-//! tract's (the same it gives its own 8×8 kernel); nothing here comes from input.
+//! `unsafe` code (with `same.rs`, `wasm_quant.rs` and `x86_quant.rs`, the crate's only):
+//! tract's kernel protocol hands a kernel raw pointers to its packed panels and C tile, and
+//! wasm SIMD loads through them. The pointers and sizes are tract's (the same it gives its own
+//! 8×8 kernel); nothing here comes from input.
 #![allow(unsafe_code)]
 
 use core::arch::wasm32::*;

@@ -1,0 +1,897 @@
+//! Operators computed by one portable implementation in both builds, so that their results are
+//! the same bits natively and in wasm.
+//!
+//! **Why.** tract computes the model's f32 operators with different kernels per platform: fused
+//! multiply-adds natively and a multiply then an add in wasm, different polynomials, different
+//! summation orders. The vectors of the two builds then agree to rounding (cosine 1 − 5e-9),
+//! which is enough as long as every operator is continuous. The integer weight matmuls of
+//! `super::quant` are not: rounding an activation to 16 bits turns a one-ulp difference into a
+//! whole step, and the builds' vectors drift to ~2e-7 apart. With every operator whose result
+//! depends on the platform replaced by one from this module, the inputs of every rounding are
+//! the same bits in both builds, and so are the vectors.
+//!
+//! **How.** One source over 4-lane types ([`F4`], [`I4`], `M4`), each lane operation an IEEE
+//! operation (no fused multiply-add, no reassociation, no libm call) in a fixed order. The
+//! lane types have three implementations with the same bits: plain Rust arrays (the
+//! definition, and the fallback), SSE2 natively on x86-64 (baseline, no run-time check; the
+//! operations SSE2 lacks built from compares and selects; routines compiled again with AVX
+//! enabled for its three-operand encoding), and the `simd128` instruction whose definition the
+//! plain version follows in wasm (LLVM's own vectorisation of the plain arrays ran 5× slower
+//! there). A native test compares every lane operation with the plain definition on random
+//! bit patterns; digests of each routine's output, pinned by a native test, are checked by a
+//! wasm test too; the row softmax is also checked against tract's wasm routine in wasm.
+//!
+//! So far: the attention's row softmax (tract's wasm `softmax_rows_f32`, whose bits the wasm
+//! build already had), for rows of a multiple of 4 (other lengths go to tract's per-platform
+//! steps). Still per platform, so the integer path stays off: attention's matmuls, GELU's
+//! `erf`, the layer norms' sums (`Reduce<Sum>`, `RmsNorm`).
+
+pub(crate) use lanes::{F4, I4};
+
+/// Whether the native build runs these operators in place of tract's: with the integer weight
+/// matmuls (`super::quant::ENABLED`), whose roundings need both builds' bits to agree. The wasm
+/// build always does (their bits are those of tract's wasm kernels there).
+pub(crate) const NATIVE: bool = super::quant::ENABLED;
+
+/// The lane types in plain Rust: the definition the others follow (the tests compare them),
+/// and the implementation where neither of them applies.
+#[cfg_attr(
+    any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ),
+    allow(dead_code)
+)]
+mod plain {
+    /// Four f32 lanes.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(crate) struct F4([f32; 4]);
+
+    /// Four i32 lanes.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(crate) struct I4([i32; 4]);
+
+    /// A lane mask (from a comparison).
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(crate) struct M4([bool; 4]);
+
+    impl F4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: f32) -> F4 {
+            F4([v; 4])
+        }
+
+        /// The first 4 values of `s` (which holds at least 4).
+        #[inline(always)]
+        pub(crate) fn load(s: &[f32]) -> F4 {
+            F4([s[0], s[1], s[2], s[3]])
+        }
+
+        #[inline(always)]
+        pub(crate) fn store(self, s: &mut [f32]) {
+            s[..4].copy_from_slice(&self.0);
+        }
+
+        #[inline(always)]
+        pub(crate) fn lanes(self) -> [f32; 4] {
+            self.0
+        }
+
+        #[inline(always)]
+        fn zip(self, o: F4, f: impl Fn(f32, f32) -> f32) -> F4 {
+            F4([0, 1, 2, 3].map(|i| f(self.0[i], o.0[i])))
+        }
+
+        #[inline(always)]
+        fn test(self, o: F4, f: impl Fn(f32, f32) -> bool) -> M4 {
+            M4([0, 1, 2, 3].map(|i| f(self.0[i], o.0[i])))
+        }
+
+        #[inline(always)]
+        pub(crate) fn add(self, o: F4) -> F4 {
+            self.zip(o, |a, b| a + b)
+        }
+
+        #[inline(always)]
+        pub(crate) fn sub(self, o: F4) -> F4 {
+            self.zip(o, |a, b| a - b)
+        }
+
+        #[inline(always)]
+        pub(crate) fn mul(self, o: F4) -> F4 {
+            self.zip(o, |a, b| a * b)
+        }
+
+        /// wasm's `f32x4.pmax`: `b` where `a < b`, else `a` (so a NaN in `a` stays, one in
+        /// `b` is dropped).
+        #[inline(always)]
+        pub(crate) fn pmax(self, b: F4) -> F4 {
+            self.zip(b, |a, b| if a < b { b } else { a })
+        }
+
+        /// Round to the nearest integer, ties to even (IEEE `roundTiesToEven`, wasm's
+        /// `f32x4.nearest`): below 2²³ in magnitude, adding and subtracting 2²³ rounds exactly
+        /// (the sum's last place is 1), and the sign is put back (-0.3 gives -0); from 2²³ on,
+        /// every f32 is an integer already; NaN stays NaN. (`round_ties_even` is a libm call per
+        /// value on baseline x86-64.)
+        #[inline(always)]
+        pub(crate) fn nearest(self) -> F4 {
+            const TWO23: f32 = 8_388_608.0;
+            F4(self.0.map(|v| {
+                let a = v.abs();
+                if a < TWO23 {
+                    ((a + TWO23) - TWO23).copysign(v)
+                } else {
+                    v
+                }
+            }))
+        }
+
+        /// wasm's `i32x4.trunc_sat_f32x4`: toward zero, saturating, NaN → 0 (Rust's `as`).
+        #[inline(always)]
+        pub(crate) fn trunc_sat(self) -> I4 {
+            I4(self.0.map(|v| v as i32))
+        }
+
+        /// The f32 values of these bits.
+        #[inline(always)]
+        pub(crate) fn from_bits(bits: I4) -> F4 {
+            F4(bits.0.map(|b| f32::from_bits(b as u32)))
+        }
+
+        #[inline(always)]
+        pub(crate) fn lt(self, o: F4) -> M4 {
+            self.test(o, |a, b| a < b)
+        }
+
+        #[inline(always)]
+        pub(crate) fn gt(self, o: F4) -> M4 {
+            self.test(o, |a, b| a > b)
+        }
+
+        /// The lanes that are NaN.
+        #[inline(always)]
+        pub(crate) fn is_nan(self) -> M4 {
+            M4(self.0.map(f32::is_nan))
+        }
+
+        /// `a` where `mask`, else `self`.
+        #[inline(always)]
+        pub(crate) fn select(self, a: F4, mask: M4) -> F4 {
+            F4([0, 1, 2, 3].map(|i| if mask.0[i] { a.0[i] } else { self.0[i] }))
+        }
+    }
+
+    impl I4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: i32) -> I4 {
+            I4([v; 4])
+        }
+
+        #[inline(always)]
+        fn zip(self, o: I4, f: impl Fn(i32, i32) -> i32) -> I4 {
+            I4([0, 1, 2, 3].map(|i| f(self.0[i], o.0[i])))
+        }
+
+        /// Wrapping, as wasm's `i32x4.add`.
+        #[inline(always)]
+        pub(crate) fn add(self, o: I4) -> I4 {
+            self.zip(o, i32::wrapping_add)
+        }
+
+        #[inline(always)]
+        pub(crate) fn min(self, o: I4) -> I4 {
+            self.zip(o, i32::min)
+        }
+
+        #[inline(always)]
+        pub(crate) fn max(self, o: I4) -> I4 {
+            self.zip(o, i32::max)
+        }
+
+        /// Shift left by `n` < 32 (wasm's `i32x4.shl`).
+        #[inline(always)]
+        pub(crate) fn shl(self, n: u32) -> I4 {
+            I4(self.0.map(|v| v.wrapping_shl(n)))
+        }
+    }
+
+    impl M4 {
+        #[inline(always)]
+        pub(crate) fn or(self, o: M4) -> M4 {
+            M4([0, 1, 2, 3].map(|i| self.0[i] | o.0[i]))
+        }
+    }
+}
+
+#[cfg(not(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+)))]
+use plain as lanes;
+
+/// The lane types on x86-64's SSE2 (part of the x86-64 baseline, so no run-time check): each
+/// operation gives the plain version's bits (SSE2 has no lane-wise `i32` min, max or rounding,
+/// so those are built from compares and selects).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod lanes {
+    // SAFETY (every intrinsic below): SSE2 is part of the x86-64 baseline.
+    use std::arch::x86_64::*;
+
+    /// Four f32 lanes.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct F4(__m128);
+
+    /// Four i32 lanes.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct I4(__m128i);
+
+    /// A lane mask (from a comparison): all ones or all zeros per lane.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct M4(__m128);
+
+    /// `a` where `mask`, else `b`.
+    #[inline(always)]
+    fn blend(mask: __m128, a: __m128, b: __m128) -> __m128 {
+        unsafe { _mm_or_ps(_mm_and_ps(mask, a), _mm_andnot_ps(mask, b)) }
+    }
+
+    /// `a` where `mask`, else `b`, on integers.
+    #[inline(always)]
+    fn blendi(mask: __m128i, a: __m128i, b: __m128i) -> __m128i {
+        unsafe { _mm_or_si128(_mm_and_si128(mask, a), _mm_andnot_si128(mask, b)) }
+    }
+
+    impl F4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: f32) -> F4 {
+            F4(unsafe { _mm_set1_ps(v) })
+        }
+
+        /// The first 4 values of `s` (which holds at least 4).
+        #[inline(always)]
+        pub(crate) fn load(s: &[f32]) -> F4 {
+            let s = &s[..4];
+            // SAFETY: `s` holds 4 values (checked by the slicing above).
+            F4(unsafe { _mm_loadu_ps(s.as_ptr()) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn store(self, s: &mut [f32]) {
+            let s = &mut s[..4];
+            // SAFETY: `s` holds 4 values (checked by the slicing above).
+            unsafe { _mm_storeu_ps(s.as_mut_ptr(), self.0) }
+        }
+
+        #[inline(always)]
+        pub(crate) fn lanes(self) -> [f32; 4] {
+            let mut out = [0f32; 4];
+            self.store(&mut out);
+            out
+        }
+
+        #[inline(always)]
+        pub(crate) fn add(self, o: F4) -> F4 {
+            F4(unsafe { _mm_add_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn sub(self, o: F4) -> F4 {
+            F4(unsafe { _mm_sub_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn mul(self, o: F4) -> F4 {
+            F4(unsafe { _mm_mul_ps(self.0, o.0) })
+        }
+
+        /// `b` where `a < b`, else `a`: `maxps(b, a)` is `b > a ? b : a`, the same choice.
+        #[inline(always)]
+        pub(crate) fn pmax(self, b: F4) -> F4 {
+            F4(unsafe { _mm_max_ps(b.0, self.0) })
+        }
+
+        /// The plain version's steps: below 2²³ in magnitude, `(|v| + 2²³) − 2²³` with `v`'s
+        /// sign; else `v` (NaN included, whose compare is false).
+        #[inline(always)]
+        pub(crate) fn nearest(self) -> F4 {
+            unsafe {
+                let sign = _mm_set1_ps(-0.0);
+                let two23 = _mm_set1_ps(8_388_608.0);
+                let a = _mm_andnot_ps(sign, self.0);
+                let r = _mm_sub_ps(_mm_add_ps(a, two23), two23);
+                let r = _mm_or_ps(r, _mm_and_ps(sign, self.0));
+                F4(blend(_mm_cmplt_ps(a, two23), r, self.0))
+            }
+        }
+
+        /// Toward zero, saturating, NaN → 0 (`cvttps2dq` gives `i32::MIN` for NaN and out of
+        /// range, fixed up for NaN and for 2³¹ and above).
+        #[inline(always)]
+        pub(crate) fn trunc_sat(self) -> I4 {
+            unsafe {
+                let t = _mm_cvttps_epi32(self.0);
+                let high = _mm_castps_si128(_mm_cmpge_ps(self.0, _mm_set1_ps(2_147_483_648.0)));
+                let t = blendi(high, _mm_set1_epi32(i32::MAX), t);
+                let nan = _mm_castps_si128(_mm_cmpunord_ps(self.0, self.0));
+                I4(_mm_andnot_si128(nan, t))
+            }
+        }
+
+        #[inline(always)]
+        pub(crate) fn from_bits(bits: I4) -> F4 {
+            F4(unsafe { _mm_castsi128_ps(bits.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn lt(self, o: F4) -> M4 {
+            M4(unsafe { _mm_cmplt_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn gt(self, o: F4) -> M4 {
+            M4(unsafe { _mm_cmpgt_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn is_nan(self) -> M4 {
+            M4(unsafe { _mm_cmpunord_ps(self.0, self.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn select(self, a: F4, mask: M4) -> F4 {
+            F4(blend(mask.0, a.0, self.0))
+        }
+    }
+
+    impl I4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: i32) -> I4 {
+            I4(unsafe { _mm_set1_epi32(v) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn add(self, o: I4) -> I4 {
+            I4(unsafe { _mm_add_epi32(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn min(self, o: I4) -> I4 {
+            I4(blendi(unsafe { _mm_cmpgt_epi32(self.0, o.0) }, o.0, self.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn max(self, o: I4) -> I4 {
+            I4(blendi(unsafe { _mm_cmpgt_epi32(self.0, o.0) }, self.0, o.0))
+        }
+
+        /// Shift left by `n` < 32.
+        #[inline(always)]
+        pub(crate) fn shl(self, n: u32) -> I4 {
+            I4(unsafe { _mm_sll_epi32(self.0, _mm_cvtsi32_si128(n as i32)) })
+        }
+    }
+
+    impl M4 {
+        #[inline(always)]
+        pub(crate) fn or(self, o: M4) -> M4 {
+            M4(unsafe { _mm_or_ps(self.0, o.0) })
+        }
+    }
+}
+
+/// The lane types on wasm SIMD: each operation the instruction whose definition the plain
+/// Rust one above follows (LLVM did not vectorise the plain lanes well: the row softmax ran 5×
+/// slower than on these).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[allow(unsafe_code)]
+mod lanes {
+    use core::arch::wasm32::*;
+
+    /// Four f32 lanes.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct F4(v128);
+
+    /// Four i32 lanes.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct I4(v128);
+
+    /// A lane mask (from a comparison).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct M4(v128);
+
+    impl F4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: f32) -> F4 {
+            F4(f32x4_splat(v))
+        }
+
+        /// The first 4 values of `s` (which holds at least 4).
+        #[inline(always)]
+        pub(crate) fn load(s: &[f32]) -> F4 {
+            let s = &s[..4];
+            // SAFETY: `s` holds 4 values (checked by the slicing above).
+            F4(unsafe { v128_load(s.as_ptr() as *const v128) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn store(self, s: &mut [f32]) {
+            let s = &mut s[..4];
+            // SAFETY: `s` holds 4 values (checked by the slicing above).
+            unsafe { v128_store(s.as_mut_ptr() as *mut v128, self.0) }
+        }
+
+        #[inline(always)]
+        pub(crate) fn lanes(self) -> [f32; 4] {
+            [
+                f32x4_extract_lane::<0>(self.0),
+                f32x4_extract_lane::<1>(self.0),
+                f32x4_extract_lane::<2>(self.0),
+                f32x4_extract_lane::<3>(self.0),
+            ]
+        }
+
+        #[inline(always)]
+        pub(crate) fn add(self, o: F4) -> F4 {
+            F4(f32x4_add(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn sub(self, o: F4) -> F4 {
+            F4(f32x4_sub(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn mul(self, o: F4) -> F4 {
+            F4(f32x4_mul(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn pmax(self, b: F4) -> F4 {
+            F4(f32x4_pmax(self.0, b.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn nearest(self) -> F4 {
+            F4(f32x4_nearest(self.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn trunc_sat(self) -> I4 {
+            I4(i32x4_trunc_sat_f32x4(self.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn from_bits(bits: I4) -> F4 {
+            F4(bits.0)
+        }
+
+        #[inline(always)]
+        pub(crate) fn lt(self, o: F4) -> M4 {
+            M4(f32x4_lt(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn gt(self, o: F4) -> M4 {
+            M4(f32x4_gt(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn is_nan(self) -> M4 {
+            M4(f32x4_ne(self.0, self.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn select(self, a: F4, mask: M4) -> F4 {
+            F4(v128_bitselect(a.0, self.0, mask.0))
+        }
+    }
+
+    impl I4 {
+        #[inline(always)]
+        pub(crate) fn splat(v: i32) -> I4 {
+            I4(i32x4_splat(v))
+        }
+
+        #[inline(always)]
+        pub(crate) fn add(self, o: I4) -> I4 {
+            I4(i32x4_add(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn min(self, o: I4) -> I4 {
+            I4(i32x4_min(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn max(self, o: I4) -> I4 {
+            I4(i32x4_max(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn shl(self, n: u32) -> I4 {
+            I4(i32x4_shl(self.0, n))
+        }
+    }
+
+    impl M4 {
+        #[inline(always)]
+        pub(crate) fn or(self, o: M4) -> M4 {
+            M4(v128_or(self.0, o.0))
+        }
+    }
+}
+
+/// The constants of tract's 4-lane `exp` (its wasm `softmax_rows_f32::exp_ps`), as lanes built
+/// once per call and kept opaque to LLVM (`core::hint::black_box`), which would otherwise
+/// rebuild each at its use inside the loop (`v128.const` in wasm, a few instructions each in
+/// V8's code).
+struct ExpConsts {
+    log2e: F4,
+    ln2_hi: F4,
+    ln2_lo: F4,
+    p: [F4; 6],
+    bias: I4,
+    max_biased: I4,
+    min_biased: I4,
+    underflow: F4,
+    zero: F4,
+}
+
+impl ExpConsts {
+    // The literals as tract writes them (clippy would round them to the same f32 values).
+    #[allow(clippy::excessive_precision, clippy::approx_constant)]
+    fn new() -> ExpConsts {
+        let f = |v: f32| core::hint::black_box(F4::splat(v));
+        let i = |v: i32| core::hint::black_box(I4::splat(v));
+        ExpConsts {
+            log2e: f(1.442_695_04),
+            ln2_hi: f(0.693_145_75),
+            ln2_lo: f(1.428_606_8e-6),
+            p: [
+                f(8.297_653_546e-3),
+                f(4.191_538_191e-2),
+                f(1.666_757_475e-1),
+                f(4.999_889_485e-1),
+                f(9.999_996_920e-1),
+                f(1.000_000_072),
+            ],
+            bias: i(127),
+            max_biased: i(254),
+            min_biased: i(1),
+            underflow: f(-103.0),
+            zero: f(0.0),
+        }
+    }
+}
+
+/// tract's 4-lane `exp` for softmax inputs (`x ≤ 0`): `2^k · p(r)` with `k = nearest(x ·
+/// log2 e)`, `r = x − k · ln 2` in two parts, a degree-5 polynomial `p`, and 0 below -103 or
+/// above 0. The same operations in the same order as tract's wasm `exp_ps`.
+#[inline(always)]
+fn exp4(x: F4, c: &ExpConsts) -> F4 {
+    let kf = x.mul(c.log2e).nearest();
+    let r = x.sub(kf.mul(c.ln2_hi));
+    let r = r.sub(kf.mul(c.ln2_lo));
+    let mut q = c.p[0];
+    for p in &c.p[1..] {
+        q = p.add(q.mul(r));
+    }
+    let biased = kf
+        .trunc_sat()
+        .add(c.bias)
+        .min(c.max_biased)
+        .max(c.min_biased);
+    let scale = F4::from_bits(biased.shl(23));
+    let out = x.lt(c.underflow).or(x.gt(c.zero));
+    q.mul(scale).select(c.zero, out)
+}
+
+/// Softmax of one row (`len` a non-zero multiple of 4) in place, as tract's wasm
+/// `softmax_rows_f32`, then each NaN → `nan_to`.
+#[inline(always)]
+fn softmax_row(row: &mut [f32], nan_to: f32, c: &ExpConsts) {
+    let len = row.len();
+    // tract's `max_pass`: two vectors per step, then the last one; lanes 0, 1, 2, 3.
+    let mut acc = F4::splat(f32::NEG_INFINITY);
+    let mut i = 0;
+    while i + 8 <= len {
+        acc = acc.pmax(F4::load(&row[i..]));
+        acc = acc.pmax(F4::load(&row[i + 4..]));
+        i += 8;
+    }
+    if i < len {
+        acc = acc.pmax(F4::load(&row[i..]));
+    }
+    let [a0, a1, a2, a3] = acc.lanes();
+    let max = a0.max(a1).max(a2).max(a3);
+
+    // `exp_sum_pass`: the sum in the same order.
+    let vmax = F4::splat(max);
+    let mut vsum = F4::splat(0.0);
+    let mut i = 0;
+    while i + 8 <= len {
+        let y0 = exp4(F4::load(&row[i..]).sub(vmax), c);
+        let y1 = exp4(F4::load(&row[i + 4..]).sub(vmax), c);
+        y0.store(&mut row[i..]);
+        y1.store(&mut row[i + 4..]);
+        vsum = vsum.add(y0);
+        vsum = vsum.add(y1);
+        i += 8;
+    }
+    if i < len {
+        let y = exp4(F4::load(&row[i..]).sub(vmax), c);
+        y.store(&mut row[i..]);
+        vsum = vsum.add(y);
+    }
+    let [s0, s1, s2, s3] = vsum.lanes();
+    let sum = s0 + s1 + s2 + s3;
+
+    // `scale_pass` by `sum.recip()`, then the NaN guard on each product.
+    let scale = F4::splat(sum.recip());
+    let nan_to = F4::splat(nan_to);
+    for four in row.chunks_exact_mut(4) {
+        let y = F4::load(four).mul(scale);
+        y.select(nan_to, y.is_nan()).store(four);
+    }
+}
+
+/// Softmax over each `len`-value row of `rows` in place, as tract's wasm `softmax_rows_f32`,
+/// then every NaN replaced by `nan_to`. `len` must be a non-zero multiple of 4 and divide
+/// `rows.len()` (else nothing is done and `false` is returned).
+pub(crate) fn softmax_rows(rows: &mut [f32], len: usize, nan_to: f32) -> bool {
+    if len == 0 || !len.is_multiple_of(4) || !rows.len().is_multiple_of(len) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if is_x86_feature_detected!("avx") {
+        // SAFETY: AVX is present (checked above).
+        unsafe { softmax_rows_vex(rows, len, nan_to) };
+        return true;
+    }
+    softmax_rows_body(rows, len, nan_to);
+    true
+}
+
+/// [`softmax_rows_body`] compiled with AVX enabled: the same SSE2 operations in their VEX
+/// (three-operand) encoding, which saves V8-style register copies (~1.4× natively).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[allow(unsafe_code)]
+unsafe fn softmax_rows_vex(rows: &mut [f32], len: usize, nan_to: f32) {
+    softmax_rows_body(rows, len, nan_to);
+}
+
+#[inline(always)]
+fn softmax_rows_body(rows: &mut [f32], len: usize, nan_to: f32) {
+    let c = ExpConsts::new();
+    for row in rows.chunks_exact_mut(len) {
+        softmax_row(row, nan_to, &c);
+    }
+}
+
+/// [`softmax_digest`] as this module computes it: the native test and the wasm test
+/// (`embed::check_same_bits`) both check it, which pins the two builds to the same bits.
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) const SOFTMAX_DIGEST: u64 = 0x5edb_54ad_3d96_0d04;
+
+/// A digest of [`softmax_rows`]' bits on fixed rows (special values included).
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) fn softmax_digest() -> u64 {
+    let mut next = super::xorshift(0x50f7);
+    let special = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MAX,
+        f32::MIN,
+        -150.0,
+        -103.0,
+        -104.0,
+    ];
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    for case in 0..200 {
+        let len = 4 * (1 + case % 70);
+        let mut row: Vec<f32> = (0..len)
+            .map(|_| match next() % 32 {
+                0 => special[(next() % special.len() as u64) as usize],
+                _ => (next() % 400_001) as f32 / 1000.0 - 200.0,
+            })
+            .collect();
+        softmax_rows(&mut row, len, if case % 2 == 0 { 0.0 } else { -1.5 });
+        for v in row {
+            digest = (digest ^ u64::from(v.to_bits())).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    digest
+}
+
+/// Values the checks mix into their inputs: zeros of both signs, infinities, NaN, the extremes,
+/// the exponential's underflow edge.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+const SPECIAL: [f32; 12] = [
+    0.0,
+    -0.0,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    f32::MAX,
+    f32::MIN,
+    f32::MIN_POSITIVE,
+    -f32::MIN_POSITIVE,
+    1e-40,
+    -150.0,
+    -104.0,
+];
+
+/// Runs random rows through [`softmax_rows`] and through tract's `softmax_rows_f32` followed by
+/// the NaN select, and returns the first case whose results differ in any bit. Rows mix ordinary
+/// scores with zeros of both signs (also at a row's maximum), infinities, NaN and the largest
+/// finite values; lengths 4–40 and 256. The wasm tests call it (through
+/// `embed::check_wasm_softmax`).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) fn check_against_tract(seed: u64, cases: usize) -> Result<(), String> {
+    let theirs = tract_linalg::routines::softmax_rows_f32()
+        .ok_or("tract has no wasm softmax_rows_f32 here")?;
+    let mut next = super::xorshift(seed);
+    for case in 0..cases {
+        let len = if case % 8 == 0 {
+            256
+        } else {
+            4 * (1 + (next() % 10) as usize)
+        };
+        let n_rows = 1 + (next() % 5) as usize;
+        let special = SPECIAL;
+        let values: Vec<f32> = (0..len * n_rows)
+            .map(|_| match next() % 16 {
+                0 => special[(next() % special.len() as u64) as usize],
+                1 => 0.0,
+                2 => -0.0,
+                // Ordinary scores, wide enough that some underflow against the row's maximum.
+                _ => (next() % 400_001) as f32 / 1000.0 - 200.0,
+            })
+            .collect();
+        let nan_to = if case % 2 == 0 { 0.0 } else { -1.5 };
+        let mut ours = values.clone();
+        if !softmax_rows(&mut ours, len, nan_to) {
+            return Err(format!("case {case}: rows of {len} refused"));
+        }
+        let mut want = values.clone();
+        theirs(&mut want, len);
+        for v in want.iter_mut() {
+            if v.is_nan() {
+                *v = nan_to;
+            }
+        }
+        let differ = ours
+            .iter()
+            .zip(&want)
+            .position(|(a, b)| a.to_bits() != b.to_bits());
+        if let Some(at) = differ {
+            return Err(format!(
+                "case {case} (seed {seed}, rows of {len}): value {at} is {} here, {} in tract \
+                 (input row {:?})",
+                ours[at],
+                want[at],
+                &values[at / len * len..at / len * len + len],
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softmax_has_the_pinned_bits() {
+        assert_eq!(softmax_digest(), SOFTMAX_DIGEST, "{:#x}", softmax_digest());
+    }
+
+    /// Each lane operation of the platform's lane types gives the plain definition's bits, on
+    /// random bit patterns (NaN, infinities and subnormals among them) and special values.
+    #[test]
+    fn lanes_follow_the_plain_definition() {
+        use super::plain;
+        let mut next = super::super::xorshift(0x1a7e);
+        let special = [
+            0.0,
+            -0.0,
+            0.5,
+            -2.5,
+            8_388_608.0,
+            2_147_483_648.0,
+            -2_147_483_904.0,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-40,
+        ];
+        let mut draw = || -> [f32; 4] {
+            [0; 4].map(|_| match next() % 4 {
+                0 => special[(next() % special.len() as u64) as usize],
+                1 => (next() % 2001) as f32 / 7.0 - 140.0,
+                _ => f32::from_bits(next() as u32),
+            })
+        };
+        let bits = |v: [f32; 4]| v.map(f32::to_bits);
+        for _ in 0..20_000 {
+            let (a, b) = (draw(), draw());
+            let (fa, fb) = (F4::load(&a), F4::load(&b));
+            let (pa, pb) = (plain::F4::load(&a), plain::F4::load(&b));
+            let same = |x: F4, y: plain::F4, what: &str| {
+                assert_eq!(bits(x.lanes()), bits(y.lanes()), "{what} of {a:?}, {b:?}");
+            };
+            same(fa.add(fb), pa.add(pb), "add");
+            same(fa.sub(fb), pa.sub(pb), "sub");
+            same(fa.mul(fb), pa.mul(pb), "mul");
+            same(fa.pmax(fb), pa.pmax(pb), "pmax");
+            same(fa.nearest(), pa.nearest(), "nearest");
+            let (ta, tp) = (fa.trunc_sat(), pa.trunc_sat());
+            same(F4::from_bits(ta), plain::F4::from_bits(tp), "trunc_sat");
+            let (ib, pib) = (fb.trunc_sat(), pb.trunc_sat());
+            same(
+                F4::from_bits(ta.add(ib).min(ib).max(ta).shl(23)),
+                plain::F4::from_bits(tp.add(pib).min(pib).max(tp).shl(23)),
+                "integer ops",
+            );
+            let one = F4::splat(1.0);
+            let pone = plain::F4::splat(1.0);
+            same(
+                one.select(fb, fa.lt(fb).or(fa.is_nan())),
+                pone.select(pb, pa.lt(pb).or(pa.is_nan())),
+                "lt/or/is_nan/select",
+            );
+            same(one.select(fb, fa.gt(fb)), pone.select(pb, pa.gt(pb)), "gt");
+        }
+    }
+
+    #[test]
+    fn nearest_is_round_ties_even() {
+        let mut next = super::super::xorshift(9);
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            8_388_607.5,
+            8_388_608.0,
+            -8_388_609.0,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -1e-40,
+        ];
+        values.extend((0..100_000).map(|_| f32::from_bits(next() as u32)));
+        for v in values {
+            let got = F4::splat(v).nearest().lanes()[0];
+            let want = v.round_ties_even();
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{v:e}: {got:e} against {want:e}"
+            );
+        }
+    }
+
+    /// Softmax rows sum to 1 and follow the scores' order (a sanity check beside the pinned
+    /// bits).
+    #[test]
+    fn softmax_rows_are_distributions() {
+        let mut row = [1.0f32, 2.0, 3.0, 4.0, -1.0, 0.0, 0.5, 10.0];
+        assert!(softmax_rows(&mut row, 8, 0.0));
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-6, "{sum}");
+        assert!(row[7] > row[3] && row[3] > row[2] && row[4] < row[5]);
+        assert!(!softmax_rows(&mut row, 6, 0.0));
+    }
+}
