@@ -248,12 +248,17 @@ pub fn check_wasm_quant(seed: u64, cases: usize) -> Result<(), String> {
 #[doc(hidden)]
 #[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
 pub fn check_same_bits() -> Result<(), String> {
-    let digest = same::softmax_digest();
-    if digest != same::SOFTMAX_DIGEST {
-        return Err(format!(
-            "row softmax digest {digest:#x}, natively {:#x}",
-            same::SOFTMAX_DIGEST
-        ));
+    for (what, digest, native) in [
+        ("row softmax", same::softmax_digest(), same::SOFTMAX_DIGEST),
+        (
+            "erf, sum, rms norm and softmax",
+            same::norms_digest(),
+            same::NORMS_DIGEST,
+        ),
+    ] {
+        if digest != native {
+            return Err(format!("{what} digest {digest:#x}, natively {native:#x}"));
+        }
     }
     Ok(())
 }

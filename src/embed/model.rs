@@ -57,7 +57,7 @@ const BUCKETS: [usize; 5] = [12, 16, 20, 24, 32];
 #[derive(Debug)]
 pub(crate) struct Model {
     /// Any batch and sequence length.
-    plan: Arc<TypedRunnableModel>,
+    pub(crate) plan: Arc<TypedRunnableModel>,
     /// The decluttered graph the specialised plans are made from; natively only (in wasm the
     /// graph and each bucket's packed weights would cost a browser tab ~80 MB + ~43 MB per
     /// bucket for a ~20% faster query).
@@ -234,7 +234,7 @@ impl Model {
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
-        let repaired = repair(&mut typed, kernels)
+        let repaired = repair(&mut typed, kernels, quantized > 0)
             .map_err(|e| tract_error("model", "plan repair failed", &e))?;
         let plan = typed
             .into_runnable()
@@ -264,7 +264,7 @@ impl Model {
             subs.insert(typed.sym("sequence"), TDim::Val(len as i64));
             let mut model = typed.set_symbols(&subs).ok()?;
             model.optimize().ok()?;
-            repair(&mut model, true).ok()?;
+            repair(&mut model, true, self.quantized > 0).ok()?;
             model.into_runnable().ok()
         })
         .as_ref()
@@ -364,11 +364,17 @@ impl Model {
 /// condense's repairs to an optimised plan (`super::ops`; on x86-64, when `kernels`,
 /// `super::kernels`; in wasm `super::wasm_kernel`): the same values, computed faster. Returns
 /// how many nodes changed.
-fn repair(model: &mut TypedModel, kernels: bool) -> TractResult<usize> {
+fn repair(model: &mut TypedModel, kernels: bool, same: bool) -> TractResult<usize> {
     let repaired = super::ops::nan_guards(model)?
         + super::ops::natural_strides(model)
         + super::ops::blockwise_broadcasts(model);
-    let repaired = repaired + super::ops::masked_softmaxes(model)?;
+    let repaired = repaired + super::ops::masked_softmaxes(model, same)?;
+    let repaired = repaired
+        + if same {
+            super::same::swap_in(model)?
+        } else {
+            0
+        };
     #[cfg(target_arch = "x86_64")]
     let chosen = if kernels {
         super::kernels::prefer(model)?

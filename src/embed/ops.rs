@@ -348,6 +348,9 @@ pub(crate) struct MaskedSoftmax {
     add: Broadcast,
     softmax: Softmax,
     nan_to: NanTo,
+    /// Rows of every length through `super::same`'s softmax, natively too (with the integer
+    /// weight matmuls, whose roundings need both builds' bits to agree).
+    same: bool,
 }
 
 impl Op for MaskedSoftmax {
@@ -397,8 +400,8 @@ struct Rows {
 /// platform has one, else its max, exp-sum and scale kernels, row by row.
 enum RowKernel {
     /// `super::same`'s row softmax: tract's wasm row kernel (the same bits, the NaN guard
-    /// included), in both builds' code. Always in wasm; natively with the integer weight
-    /// matmuls (`super::same::NATIVE`), whose roundings need the builds' bits to agree.
+    /// included) in both builds' code. In wasm for rows of a multiple of 4; in both builds for
+    /// every row with the integer weight matmuls ([`MaskedSoftmax`]'s `same`).
     Same,
     Rows(tract_linalg::routines::SoftmaxRowsF32),
     Steps {
@@ -409,9 +412,9 @@ enum RowKernel {
 }
 
 impl RowKernel {
-    fn new() -> Option<RowKernel> {
+    fn new(same: bool) -> Option<RowKernel> {
         use tract_linalg::routines::{softmax_rows_f32, Func};
-        if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) || super::same::NATIVE {
+        if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) || same {
             return Some(RowKernel::Same);
         }
         if let Some(rows) = softmax_rows_f32() {
@@ -470,10 +473,10 @@ impl MaskedSoftmax {
         if !last_axis_only || !plain || len == 0 || mask.shape()[rank - 1] != len {
             return None;
         }
-        let kernel = RowKernel::new()?;
+        let kernel = RowKernel::new(self.same)?;
         // tract's row kernel (and the wasm build's copy) takes rows of a multiple of 4 only
-        // (its other path runs the steps).
-        if !matches!(kernel, RowKernel::Steps { .. }) && len % 4 != 0 {
+        // (its other path runs the steps); `super::same`'s takes every length.
+        if !self.same && !matches!(kernel, RowKernel::Steps { .. }) && len % 4 != 0 {
             return None;
         }
         Some(Rows {
@@ -540,7 +543,7 @@ impl MaskedSoftmax {
 /// Replaces each `NanTo(Softmax(Broadcast(Add)(scores, mask)))` whose two inner results have
 /// no other reader by one [`MaskedSoftmax`]; returns how many. Runs after [`nan_guards`] and
 /// [`blockwise_broadcasts`], whose ops it looks for.
-pub(crate) fn masked_softmaxes(model: &mut TypedModel) -> TractResult<usize> {
+pub(crate) fn masked_softmaxes(model: &mut TypedModel, same: bool) -> TractResult<usize> {
     let single_reader = |model: &TypedModel, node: &TypedNode| {
         node.outputs.len() == 1
             && node.outputs[0].successors.len() == 1
@@ -578,6 +581,7 @@ pub(crate) fn masked_softmaxes(model: &mut TypedModel) -> TractResult<usize> {
             add: add.clone(),
             softmax: softmax.clone(),
             nan_to: nan_to.clone(),
+            same,
         };
         found.push((node.id, node.name.clone(), add_node.inputs.clone(), op));
     }
@@ -836,7 +840,7 @@ mod tests {
         let mut fused = build().expect("graph");
         nan_guards(&mut fused).expect("nan guards");
         blockwise_broadcasts(&mut fused);
-        let count = masked_softmaxes(&mut fused).expect("rewrite");
+        let count = masked_softmaxes(&mut fused, false).expect("rewrite");
         let got = fused
             .into_runnable()
             .and_then(|p| p.run(inputs()))
@@ -957,6 +961,6 @@ mod tests {
         let mut model = build().expect("graph");
         nan_guards(&mut model).expect("nan guards");
         blockwise_broadcasts(&mut model);
-        assert_eq!(masked_softmaxes(&mut model).expect("rewrite"), 0);
+        assert_eq!(masked_softmaxes(&mut model, false).expect("rewrite"), 0);
     }
 }

@@ -44,7 +44,8 @@ use tract_onnx::tract_core::ops::math::Add;
 /// their vectors differ by ~2e-7 in cosine (as much as either differs from the f32 model; under
 /// 5e-9 on f32), which flips 2 near ties (score gaps ~1.5e-5) among the parity fixture's top-10
 /// neighbours. The parity contract (identical top-10 order) then needs those f32 parts to give
-/// the same bits natively and in wasm first.
+/// the same bits natively and in wasm first: `super::same` does so for the softmax, `erf` and
+/// the layer norms (put in with the integer path); the attention's two matmuls remain.
 pub(crate) const ENABLED: bool = false;
 
 /// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI or
@@ -734,6 +735,25 @@ mod tests {
         let f32s = Model::load_with(&onnx, 1, true, false).expect("model loads");
         assert_eq!(quant.quantized, 36);
         assert_eq!(f32s.quantized, 0);
+        // With the integer matmuls, `super::same`'s operators replace tract's per-platform ones.
+        let kinds = |m: &Model| -> Vec<String> {
+            let mut k: Vec<String> = m
+                .plan
+                .model()
+                .nodes()
+                .iter()
+                .map(|n| n.op().name().to_string())
+                .filter(|n| n.starts_with("Same("))
+                .collect();
+            k.sort();
+            k.dedup();
+            k
+        };
+        assert_eq!(
+            kinds(&quant),
+            ["Same(Erf)", "Same(Reduce<Sum>)", "Same(RmsNorm)"]
+        );
+        assert!(kinds(&f32s).is_empty());
         for (batch, seq) in [(1, 40), (2, 130)] {
             let ids: Vec<i64> = (0..batch * seq)
                 .map(|i| 1000 + ((i as i64 * 7919) % 28000))

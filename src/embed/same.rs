@@ -21,17 +21,21 @@
 //! bit patterns; digests of each routine's output, pinned by a native test, are checked by a
 //! wasm test too; the row softmax is also checked against tract's wasm routine in wasm.
 //!
-//! So far: the attention's row softmax (tract's wasm `softmax_rows_f32`, whose bits the wasm
-//! build already had), for rows of a multiple of 4 (other lengths go to tract's per-platform
-//! steps). Still per platform, so the integer path stays off: attention's matmuls, GELU's
-//! `erf`, the layer norms' sums (`Reduce<Sum>`, `RmsNorm`).
+//! The operators, each as tract's wasm kernel computes it (the same operations in the same
+//! order): the attention's row softmax ([`softmax_rows`]; rows of any length, the last `len %
+//! 4` values padded with −∞), GELU's `erf` ([`erf`]), the layer norms' row sums ([`sum`]) and
+//! root-mean-square scaling ([`rms_norm`]). [`swap_in`] puts the last three in place of
+//! tract's in an optimised plan as [`SameOp`]s, and `super::ops::MaskedSoftmax` runs the
+//! softmax on every row; `super::model` does both, in both builds, when the model has the
+//! integer weight matmuls. In wasm the row softmax runs always (tract's own bits there).
+//! Still per platform, so the integer path stays off: the attention's two matmuls (`Q·Kᵀ`,
+//! `P·V`: fused multiply-adds natively, a multiply then an add in wasm).
+//!
+//! Natively these run on 128-bit lanes where tract uses AVX-512: with the integer path, the
+//! model measured 6–15% slower with them than without (one run each, `cargo bench --bench
+//! embed`: 128 tokens, batch 32, 71.6 against 81.0 texts/s).
 
 pub(crate) use lanes::{F4, I4};
-
-/// Whether the native build runs these operators in place of tract's: with the integer weight
-/// matmuls (`super::quant::ENABLED`), whose roundings need both builds' bits to agree. The wasm
-/// build always does (their bits are those of tract's wasm kernels there).
-pub(crate) const NATIVE: bool = super::quant::ENABLED;
 
 /// The lane types in plain Rust: the definition the others follow (the tests compare them),
 /// and the implementation where neither of them applies.
@@ -100,6 +104,25 @@ mod plain {
         #[inline(always)]
         pub(crate) fn mul(self, o: F4) -> F4 {
             self.zip(o, |a, b| a * b)
+        }
+
+        #[inline(always)]
+        pub(crate) fn div(self, o: F4) -> F4 {
+            self.zip(o, |a, b| a / b)
+        }
+
+        /// The sign bit cleared (NaN included).
+        #[inline(always)]
+        pub(crate) fn abs(self) -> F4 {
+            F4(self.0.map(f32::abs))
+        }
+
+        /// `self` with the sign bit of `v` or-ed in.
+        #[inline(always)]
+        pub(crate) fn or_sign_of(self, v: F4) -> F4 {
+            self.zip(v, |a, v| {
+                f32::from_bits(a.to_bits() | (v.to_bits() & 0x8000_0000))
+            })
         }
 
         /// wasm's `f32x4.pmax`: `b` where `a < b`, else `a` (so a NaN in `a` stays, one in
@@ -286,6 +309,21 @@ mod lanes {
             F4(unsafe { _mm_mul_ps(self.0, o.0) })
         }
 
+        #[inline(always)]
+        pub(crate) fn div(self, o: F4) -> F4 {
+            F4(unsafe { _mm_div_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn abs(self) -> F4 {
+            F4(unsafe { _mm_andnot_ps(_mm_set1_ps(-0.0), self.0) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn or_sign_of(self, v: F4) -> F4 {
+            F4(unsafe { _mm_or_ps(self.0, _mm_and_ps(_mm_set1_ps(-0.0), v.0)) })
+        }
+
         /// `b` where `a < b`, else `a`: `maxps(b, a)` is `b > a ? b : a`, the same choice.
         #[inline(always)]
         pub(crate) fn pmax(self, b: F4) -> F4 {
@@ -448,6 +486,21 @@ mod lanes {
         }
 
         #[inline(always)]
+        pub(crate) fn div(self, o: F4) -> F4 {
+            F4(f32x4_div(self.0, o.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn abs(self) -> F4 {
+            F4(f32x4_abs(self.0))
+        }
+
+        #[inline(always)]
+        pub(crate) fn or_sign_of(self, v: F4) -> F4 {
+            F4(v128_or(self.0, v128_and(v.0, f32x4_splat(-0.0))))
+        }
+
+        #[inline(always)]
         pub(crate) fn pmax(self, b: F4) -> F4 {
             F4(f32x4_pmax(self.0, b.0))
         }
@@ -588,21 +641,34 @@ fn exp4(x: F4, c: &ExpConsts) -> F4 {
     q.mul(scale).select(c.zero, out)
 }
 
-/// Softmax of one row (`len` a non-zero multiple of 4) in place, as tract's wasm
-/// `softmax_rows_f32`, then each NaN → `nan_to`.
+/// The 1–3 values of `tail` in lanes, the others `fill`.
+#[inline(always)]
+fn padded(tail: &[f32], fill: f32) -> F4 {
+    let mut pad = [fill; 4];
+    pad[..tail.len()].copy_from_slice(tail);
+    F4::load(&pad)
+}
+
+/// Softmax of one row in place, as tract's wasm `softmax_rows_f32` for rows of a multiple of
+/// 4, then each NaN → `nan_to`. The last `len % 4` values of other rows go through the same
+/// lanes, padded with −∞ (which changes neither the maximum nor, as `exp(−∞) = 0`, the sum).
 #[inline(always)]
 fn softmax_row(row: &mut [f32], nan_to: f32, c: &ExpConsts) {
     let len = row.len();
+    let whole = len - len % 4;
     // tract's `max_pass`: two vectors per step, then the last one; lanes 0, 1, 2, 3.
     let mut acc = F4::splat(f32::NEG_INFINITY);
     let mut i = 0;
-    while i + 8 <= len {
+    while i + 8 <= whole {
         acc = acc.pmax(F4::load(&row[i..]));
         acc = acc.pmax(F4::load(&row[i + 4..]));
         i += 8;
     }
-    if i < len {
+    if i < whole {
         acc = acc.pmax(F4::load(&row[i..]));
+    }
+    if whole < len {
+        acc = acc.pmax(padded(&row[whole..], f32::NEG_INFINITY));
     }
     let [a0, a1, a2, a3] = acc.lanes();
     let max = a0.max(a1).max(a2).max(a3);
@@ -611,7 +677,7 @@ fn softmax_row(row: &mut [f32], nan_to: f32, c: &ExpConsts) {
     let vmax = F4::splat(max);
     let mut vsum = F4::splat(0.0);
     let mut i = 0;
-    while i + 8 <= len {
+    while i + 8 <= whole {
         let y0 = exp4(F4::load(&row[i..]).sub(vmax), c);
         let y1 = exp4(F4::load(&row[i + 4..]).sub(vmax), c);
         y0.store(&mut row[i..]);
@@ -620,9 +686,16 @@ fn softmax_row(row: &mut [f32], nan_to: f32, c: &ExpConsts) {
         vsum = vsum.add(y1);
         i += 8;
     }
-    if i < len {
+    if i < whole {
         let y = exp4(F4::load(&row[i..]).sub(vmax), c);
         y.store(&mut row[i..]);
+        vsum = vsum.add(y);
+    }
+    if whole < len {
+        let y = exp4(padded(&row[whole..], f32::NEG_INFINITY).sub(vmax), c);
+        let lanes = y.lanes();
+        let n = len - whole;
+        row[whole..].copy_from_slice(&lanes[..n]);
         vsum = vsum.add(y);
     }
     let [s0, s1, s2, s3] = vsum.lanes();
@@ -631,17 +704,25 @@ fn softmax_row(row: &mut [f32], nan_to: f32, c: &ExpConsts) {
     // `scale_pass` by `sum.recip()`, then the NaN guard on each product.
     let scale = F4::splat(sum.recip());
     let nan_to = F4::splat(nan_to);
-    for four in row.chunks_exact_mut(4) {
+    let mut fours = row.chunks_exact_mut(4);
+    for four in &mut fours {
         let y = F4::load(four).mul(scale);
         y.select(nan_to, y.is_nan()).store(four);
     }
+    let rest = fours.into_remainder();
+    if !rest.is_empty() {
+        let y = padded(rest, 0.0).mul(scale);
+        let lanes = y.select(nan_to, y.is_nan()).lanes();
+        let n = rest.len();
+        rest.copy_from_slice(&lanes[..n]);
+    }
 }
 
-/// Softmax over each `len`-value row of `rows` in place, as tract's wasm `softmax_rows_f32`,
-/// then every NaN replaced by `nan_to`. `len` must be a non-zero multiple of 4 and divide
-/// `rows.len()` (else nothing is done and `false` is returned).
+/// Softmax over each `len`-value row of `rows` in place (as tract's wasm `softmax_rows_f32` for
+/// rows of a multiple of 4), then every NaN replaced by `nan_to`. `len` must be non-zero and
+/// divide `rows.len()` (else nothing is done and `false` is returned).
 pub(crate) fn softmax_rows(rows: &mut [f32], len: usize, nan_to: f32) -> bool {
-    if len == 0 || !len.is_multiple_of(4) || !rows.len().is_multiple_of(len) {
+    if len == 0 || !rows.len().is_multiple_of(len) {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
@@ -670,6 +751,301 @@ fn softmax_rows_body(rows: &mut [f32], len: usize, nan_to: f32) {
     for row in rows.chunks_exact_mut(len) {
         softmax_row(row, nan_to, &c);
     }
+}
+
+/// GELU's `erf`, element-wise in place: tract's wasm `WasmErf4` (Abramowitz and Stegun 7.1.28,
+/// `1 − 1 / (1 + a₁|x| + … + a₆|x|⁶)¹⁶` with `x`'s sign), the same operations in the same
+/// order, the last `len % 4` values through the same lanes (padded with zeros).
+pub(crate) fn erf(values: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if is_x86_feature_detected!("avx") {
+        // SAFETY: AVX is present (checked above).
+        unsafe { erf_vex(values) };
+        return;
+    }
+    erf_body(values);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[allow(unsafe_code)]
+unsafe fn erf_vex(values: &mut [f32]) {
+    erf_body(values);
+}
+
+// The literals as tract writes them (clippy would round them to the same f32 values).
+#[allow(clippy::excessive_precision)]
+#[inline(always)]
+fn erf_body(values: &mut [f32]) {
+    let a = [
+        0.000_043_063_8,
+        0.000_276_567_2,
+        0.000_152_014_3,
+        0.009_270_527_2,
+        0.042_282_012_3,
+        0.070_523_078_4,
+    ]
+    .map(|v| core::hint::black_box(F4::splat(v)));
+    let one = core::hint::black_box(F4::splat(1.0));
+    let erf4 = |v: F4| {
+        let abs = v.abs();
+        let mut y = a[0].mul(abs);
+        for c in &a[1..] {
+            y = y.add(*c).mul(abs);
+        }
+        let mut r = y.add(one);
+        for _ in 0..4 {
+            r = r.mul(r);
+        }
+        one.sub(one.div(r)).or_sign_of(v)
+    };
+    let mut fours = values.chunks_exact_mut(4);
+    for four in &mut fours {
+        erf4(F4::load(four)).store(four);
+    }
+    let rest = fours.into_remainder();
+    if !rest.is_empty() {
+        let mut pad = [0f32; 4];
+        pad[..rest.len()].copy_from_slice(rest);
+        erf4(F4::load(&pad)).store(&mut pad);
+        let n = rest.len();
+        rest.copy_from_slice(&pad[..n]);
+    }
+}
+
+/// The sum of a row: tract's wasm `wasm_sum_f32_32n` on the whole row (8 lane accumulators
+/// over chunks of 32, added as a tree, then the lanes in order, then the last `len % 32`
+/// values one by one).
+pub(crate) fn sum(row: &[f32]) -> f32 {
+    let mut acc = [F4::splat(0.0); 8];
+    let mut chunks = row.chunks_exact(32);
+    for c in &mut chunks {
+        for (j, a) in acc.iter_mut().enumerate() {
+            *a = a.add(F4::load(&c[4 * j..]));
+        }
+    }
+    let a01 = acc[0].add(acc[1]);
+    let a23 = acc[2].add(acc[3]);
+    let a45 = acc[4].add(acc[5]);
+    let a67 = acc[6].add(acc[7]);
+    let [s0, s1, s2, s3] = a01.add(a23).add(a45.add(a67)).lanes();
+    let mut total = s0 + s1 + s2 + s3;
+    for &v in chunks.remainder() {
+        total += v;
+    }
+    total
+}
+
+/// A row divided by the root of its mean square plus `eps`, in place: tract's wasm
+/// `rms_norm_f32` (16 lane accumulators of `acc + v · v` over chunks of 64, added pairwise as
+/// a tree, the lanes in order, the last `len % 64` squares one by one; then every value times
+/// `1 / sqrt(sum / len + eps)`).
+pub(crate) fn rms_norm(row: &mut [f32], eps: f32) {
+    if row.is_empty() {
+        return;
+    }
+    let len = row.len();
+    let mut acc = [F4::splat(0.0); 16];
+    let mut chunks = row.chunks_exact(64);
+    for c in &mut chunks {
+        for (j, a) in acc.iter_mut().enumerate() {
+            let v = F4::load(&c[4 * j..]);
+            *a = a.add(v.mul(v));
+        }
+    }
+    let p = [0, 1, 2, 3, 4, 5, 6, 7].map(|k| acc[2 * k].add(acc[2 * k + 1]));
+    let q0 = p[0].add(p[1]).add(p[2].add(p[3]));
+    let q1 = p[4].add(p[5]).add(p[6].add(p[7]));
+    let [s0, s1, s2, s3] = q0.add(q1).lanes();
+    let mut total = s0 + s1 + s2 + s3;
+    for &v in chunks.remainder() {
+        total += v * v;
+    }
+    let scale = 1f32 / (total / len as f32 + eps).sqrt();
+    let vscale = F4::splat(scale);
+    let whole = len - len % 64;
+    for four in row[..whole].chunks_exact_mut(4) {
+        F4::load(four).mul(vscale).store(four);
+    }
+    for v in &mut row[whole..] {
+        *v *= scale;
+    }
+}
+
+/// A digest of [`erf`], [`sum`], [`rms_norm`] and [`softmax_rows`] (rows of any length) on
+/// fixed rows (special values included), pinned like [`SOFTMAX_DIGEST`].
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) fn norms_digest() -> u64 {
+    let mut next = super::xorshift(0x6e72);
+    let special = [0.0, -0.0, f32::INFINITY, f32::NAN, f32::MAX, 1e-40, -3.5];
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let mut mix =
+        |v: f32| digest = (digest ^ u64::from(v.to_bits())).wrapping_mul(0x0100_0000_01b3);
+    for case in 0..150 {
+        let len = 1 + case * 7 % 450;
+        let row: Vec<f32> = (0..len)
+            .map(|_| match next() % 64 {
+                0 => special[(next() % special.len() as u64) as usize],
+                _ => (next() % 20_001) as f32 / 1000.0 - 10.0,
+            })
+            .collect();
+        let mut e = row.clone();
+        erf(&mut e);
+        e.into_iter().for_each(&mut mix);
+        mix(sum(&row));
+        let mut r = row.clone();
+        rms_norm(&mut r, 1e-12);
+        r.into_iter().for_each(&mut mix);
+        let mut p = row;
+        softmax_rows(&mut p, len, -1.5);
+        p.into_iter().for_each(&mut mix);
+    }
+    digest
+}
+
+/// [`norms_digest`] as this module computes it (see [`SOFTMAX_DIGEST`]).
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) const NORMS_DIGEST: u64 = 0xd0cf_2485_0e22_6678;
+
+/// One of tract's operators run on this module's routines (f32, the last axis).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SameOp {
+    /// `Erf`, element-wise ([`erf`]).
+    Erf,
+    /// `Reduce<Sum>` over the last axis, kept as an axis of 1 ([`sum`]).
+    Sum,
+    /// `RmsNorm` over the last axis ([`rms_norm`]).
+    RmsNorm { eps: f32 },
+}
+
+impl Eq for SameOp {}
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+
+impl Op for SameOp {
+    fn name(&self) -> StaticName {
+        match self {
+            SameOp::Erf => "Same(Erf)",
+            SameOp::Sum => "Same(Reduce<Sum>)",
+            SameOp::RmsNorm { .. } => "Same(RmsNorm)",
+        }
+        .into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for SameOp {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let [x] = <[TValue; 1]>::try_from(inputs.into_vec())
+            .map_err(|_| format_err!("{} takes one input", self.name()))?;
+        let shape = x.shape().to_vec();
+        let len = shape.last().copied().unwrap_or(1);
+        match self {
+            SameOp::Erf | SameOp::RmsNorm { .. } => {
+                let mut x = x.into_tensor();
+                {
+                    let mut view = x.try_as_plain_ram_mut()?;
+                    let values = view.as_slice_mut::<f32>()?;
+                    match self {
+                        SameOp::RmsNorm { eps } if len > 0 => {
+                            values.chunks_exact_mut(len).for_each(|r| rms_norm(r, *eps));
+                        }
+                        SameOp::RmsNorm { .. } => {}
+                        _ => erf(values),
+                    }
+                }
+                Ok(tvec!(x.into_tvalue()))
+            }
+            SameOp::Sum => {
+                let mut out_shape = shape.clone();
+                if let Some(last) = out_shape.last_mut() {
+                    *last = 1;
+                }
+                let mut out = Tensor::zero::<f32>(&out_shape)?;
+                {
+                    let view = x.try_as_plain_ram()?;
+                    let mut dst = out.try_as_plain_ram_mut()?;
+                    let dst = dst.as_slice_mut::<f32>()?;
+                    if len > 0 {
+                        let rows = view.as_slice::<f32>()?.chunks_exact(len);
+                        for (d, row) in dst.iter_mut().zip(rows) {
+                            *d = sum(row);
+                        }
+                    }
+                }
+                Ok(tvec!(out.into_tvalue()))
+            }
+        }
+    }
+}
+
+impl TypedOp for SameOp {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let fact = inputs.first().context("one input")?;
+        let mut shape: TVec<TDim> = fact.shape.iter().cloned().collect();
+        if *self == SameOp::Sum {
+            if let Some(last) = shape.last_mut() {
+                *last = 1.into();
+            }
+        }
+        Ok(tvec!(f32::fact(shape)))
+    }
+
+    as_op!();
+}
+
+/// Replaces tract's `Erf`, `Reduce<Sum>` over the last axis and `RmsNorm` over the last axis,
+/// on f32, by [`SameOp`]s in an optimised model; returns how many.
+pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
+    use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+    use tract_onnx::tract_core::ops::math;
+    use tract_onnx::tract_core::ops::nn::{Reduce, Reducer, RmsNorm};
+    let mut found = Vec::new();
+    for node in model.nodes() {
+        let Some(input) = node.inputs.first().copied() else {
+            continue;
+        };
+        let fact = model.outlet_fact(input)?;
+        if fact.datum_type != f32::datum_type() || fact.rank() == 0 || node.inputs.len() != 1 {
+            continue;
+        }
+        let last = fact.rank() - 1;
+        let op = if node
+            .op_as::<ElementWiseOp>()
+            .is_some_and(|op| op.0.is::<math::Erf>() && op.1.is_none())
+        {
+            SameOp::Erf
+        } else if node
+            .op_as::<Reduce>()
+            .is_some_and(|r| r.reducer == Reducer::Sum && r.axes.as_slice() == [last])
+        {
+            SameOp::Sum
+        } else if let Some(r) = node.op_as::<RmsNorm>().filter(|r| r.axis == last) {
+            if r.eps.len() != 1 {
+                continue;
+            }
+            SameOp::RmsNorm {
+                eps: r.eps.cast_to_scalar::<f32>()?,
+            }
+        } else {
+            continue;
+        };
+        found.push((node.id, node.name.clone(), input, op));
+    }
+    let count = found.len();
+    for (id, name, input, op) in found {
+        let mut patch = TypedModelPatch::default();
+        let tapped = patch.tap_model(model, input)?;
+        let wire = patch.wire_node(format!("{name}.same"), op, &[tapped])?;
+        patch.shunt_outside(model, id.into(), wire[0])?;
+        patch.apply(model)?;
+    }
+    Ok(count)
 }
 
 /// [`softmax_digest`] as this module computes it: the native test and the wasm test
@@ -789,6 +1165,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn erf_sum_and_rms_norm_have_the_pinned_bits() {
+        assert_eq!(norms_digest(), NORMS_DIGEST, "{:#x}", norms_digest());
+    }
+
+    /// Close to the exact functions (the approximation's error, not the bits).
+    #[test]
+    fn erf_sum_and_rms_norm_approximate_the_functions() {
+        let xs: Vec<f32> = (-400..=400).map(|i| i as f32 / 100.0).collect();
+        let mut e = xs.clone();
+        erf(&mut e);
+        for (x, y) in xs.iter().zip(&e) {
+            // erf(x) by its series (|x| ≤ 4: the series converges within these terms).
+            let x = f64::from(*x);
+            let mut term = x;
+            let mut total = x;
+            for n in 1..200 {
+                term *= -x * x / n as f64;
+                total += term / (2 * n + 1) as f64;
+            }
+            let want = total * 2.0 / std::f64::consts::PI.sqrt();
+            assert!(
+                (f64::from(*y) - want).abs() < 2e-6,
+                "erf({x}) = {y}, want {want}"
+            );
+        }
+        let row: Vec<f32> = (0..1000).map(|i| (i % 17) as f32 - 8.0).collect();
+        let exact: f64 = row.iter().map(|v| f64::from(*v)).sum();
+        assert!((f64::from(sum(&row)) - exact).abs() < 1e-3);
+        let mut r = row.clone();
+        rms_norm(&mut r, 0.0);
+        let ms: f64 = r.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / r.len() as f64;
+        assert!((ms - 1.0).abs() < 1e-5, "{ms}");
+    }
+
+    #[test]
     fn softmax_has_the_pinned_bits() {
         assert_eq!(softmax_digest(), SOFTMAX_DIGEST, "{:#x}", softmax_digest());
     }
@@ -832,6 +1243,9 @@ mod tests {
             same(fa.sub(fb), pa.sub(pb), "sub");
             same(fa.mul(fb), pa.mul(pb), "mul");
             same(fa.pmax(fb), pa.pmax(pb), "pmax");
+            same(fa.div(fb), pa.div(pb), "div");
+            same(fa.abs(), pa.abs(), "abs");
+            same(fa.or_sign_of(fb), pa.or_sign_of(pb), "or_sign_of");
             same(fa.nearest(), pa.nearest(), "nearest");
             let (ta, tp) = (fa.trunc_sat(), pa.trunc_sat());
             same(F4::from_bits(ta), plain::F4::from_bits(tp), "trunc_sat");
@@ -892,6 +1306,13 @@ mod tests {
         let sum: f32 = row.iter().sum();
         assert!((sum - 1.0).abs() < 1e-6, "{sum}");
         assert!(row[7] > row[3] && row[3] > row[2] && row[4] < row[5]);
-        assert!(!softmax_rows(&mut row, 6, 0.0));
+        assert!(!softmax_rows(&mut row, 3, 0.0));
+        assert!(!softmax_rows(&mut row, 0, 0.0));
+        // A row of 7: the padded lanes change nothing.
+        let mut seven = [0.5f32, -1.0, 2.0, 3.0, 0.0, 1.0, -4.0];
+        assert!(softmax_rows(&mut seven, 7, 0.0));
+        let sum: f32 = seven.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-6, "{sum}");
+        assert!(seven[3] > seven[2] && seven[6] < seven[1]);
     }
 }
