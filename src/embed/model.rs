@@ -114,7 +114,8 @@ impl Model {
     }
 
     /// [`Model::load`], with or without `super::kernels`' kernel choice and `super::quant`'s
-    /// integer weight matmuls (tests compare them).
+    /// integer weight matmuls (tests compare them). A model with the integer matmuls also gets
+    /// `super::same`'s operators (see `repair`).
     pub(crate) fn load_with(
         onnx: &[u8],
         threads: usize,
@@ -362,8 +363,10 @@ impl Model {
 }
 
 /// condense's repairs to an optimised plan (`super::ops`; on x86-64, when `kernels`,
-/// `super::kernels`; in wasm `super::wasm_kernel`): the same values, computed faster. Returns
-/// how many nodes changed.
+/// `super::kernels`; in wasm `super::wasm_kernel`): the same values, computed faster. With
+/// `same` (a model with the integer weight matmuls), `super::same`'s operators also take the
+/// place of tract's per-platform softmax, `erf` and layer-norm kernels, so that both builds
+/// compute the same bits. Returns how many nodes changed.
 fn repair(model: &mut TypedModel, kernels: bool, same: bool) -> TractResult<usize> {
     let repaired = super::ops::nan_guards(model)?
         + super::ops::natural_strides(model)

@@ -542,7 +542,8 @@ impl MaskedSoftmax {
 
 /// Replaces each `NanTo(Softmax(Broadcast(Add)(scores, mask)))` whose two inner results have
 /// no other reader by one [`MaskedSoftmax`]; returns how many. Runs after [`nan_guards`] and
-/// [`blockwise_broadcasts`], whose ops it looks for.
+/// [`blockwise_broadcasts`], whose ops it looks for. With `same`, every row goes through
+/// `super::same`'s softmax, natively too.
 pub(crate) fn masked_softmaxes(model: &mut TypedModel, same: bool) -> TractResult<usize> {
     let single_reader = |model: &TypedModel, node: &TypedNode| {
         node.outputs.len() == 1
