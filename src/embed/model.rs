@@ -199,8 +199,11 @@ impl Model {
             .map_err(|e| tract_error("model", "constant folding failed", &e))?;
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
         let quantized = if quant {
-            super::quant::swap_in(&mut typed)
-                .map_err(|e| tract_error("model", "integer matmuls", &e))?
+            let n = super::quant::swap_in(&mut typed)
+                .map_err(|e| tract_error("model", "integer matmuls", &e))?;
+            super::same::swap_in_products(&mut typed)
+                .map_err(|e| tract_error("model", "attention products", &e))?;
+            n
         } else {
             0
         };
@@ -284,7 +287,10 @@ impl Model {
         // One short text: pad it to its bucket (masked) and run the specialised plan.
         let mut plan = &self.plan;
         let mut padded = seq;
-        if batch == 1 && ids.len() == seq && mask.len() == seq {
+        // Not with the integer path: with the single-text plans, 7 of the parity fixture's 57
+        // vectors differed between the builds (the wasm build has no such plans); without them,
+        // none (the cause inside the concrete plans is not isolated yet).
+        if batch == 1 && ids.len() == seq && mask.len() == seq && self.quantized == 0 {
             if let Some(b) = BUCKETS.iter().position(|&len| seq <= len) {
                 if let Some(p) = self.single_plan(b) {
                     plan = p;

@@ -44,8 +44,9 @@ use tract_onnx::tract_core::ops::math::Add;
 /// their vectors differ by ~2e-7 in cosine (as much as either differs from the f32 model; under
 /// 5e-9 on f32), which flips 2 near ties (score gaps ~1.5e-5) among the parity fixture's top-10
 /// neighbours. The parity contract (identical top-10 order) then needs those f32 parts to give
-/// the same bits natively and in wasm first: `super::same` does so for the softmax, `erf` and
-/// the layer norms (put in with the integer path); the attention's two matmuls remain.
+/// the same bits natively and in wasm first: with `super::same`'s operators (put in with the
+/// integer path) all 57 fixture vectors are bit-identical between the builds, but its
+/// attention products are not fast yet (see there).
 pub(crate) const ENABLED: bool = false;
 
 /// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI or
@@ -754,6 +755,14 @@ mod tests {
             ["Same(Erf)", "Same(Reduce<Sum>)", "Same(RmsNorm)"]
         );
         assert!(kinds(&f32s).is_empty());
+        let products = |m: &Model| {
+            let nodes = m.plan.model().nodes();
+            nodes
+                .iter()
+                .filter(|n| n.op().name() == "SameMatMul")
+                .count()
+        };
+        assert_eq!((products(&quant), products(&f32s)), (12, 0));
         for (batch, seq) in [(1, 40), (2, 130)] {
             let ids: Vec<i64> = (0..batch * seq)
                 .map(|i| 1000 + ((i as i64 * 7919) % 28000))

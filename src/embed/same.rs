@@ -21,19 +21,24 @@
 //! bit patterns; digests of each routine's output, pinned by a native test, are checked by a
 //! wasm test too; the row softmax is also checked against tract's wasm routine in wasm.
 //!
-//! The operators, each as tract's wasm kernel computes it (the same operations in the same
-//! order): the attention's row softmax ([`softmax_rows`]; rows of any length, the last `len %
-//! 4` values padded with −∞), GELU's `erf` ([`erf`]), the layer norms' row sums ([`sum`]) and
-//! root-mean-square scaling ([`rms_norm`]). [`swap_in`] puts the last three in place of
-//! tract's in an optimised plan as [`SameOp`]s, and `super::ops::MaskedSoftmax` runs the
-//! softmax on every row; `super::model` does both, in both builds, when the model has the
-//! integer weight matmuls. In wasm the row softmax runs always (tract's own bits there).
-//! Still per platform, so the integer path stays off: the attention's two matmuls (`Q·Kᵀ`,
-//! `P·V`: fused multiply-adds natively, a multiply then an add in wasm).
+//! The operators: the attention's row softmax ([`softmax_rows`]; tract's wasm routine, rows of
+//! any length, the last `len % 4` values padded with −∞), GELU's `erf` ([`erf`]), the layer
+//! norms' row sums ([`sum`]) and root-mean-square scaling ([`rms_norm`]), each as tract's wasm
+//! kernel computes it, and the attention's two activation products ([`SameMatMul`]: every
+//! element a multiply then an add in `k` order, which any lane width computes alike).
+//! `super::model` puts them in, in both builds, when the model has the integer weight
+//! matmuls: [`swap_in_products`] on the decluttered graph (before tract picks per-platform
+//! matmul kernels), [`swap_in`] and `super::ops::MaskedSoftmax`'s softmax on the optimised
+//! plan; that model also skips the native single-text plans. Measured (session 19, parity
+//! fixture, `condense embed` against the wasm package): all 57 vectors bit-identical between
+//! the builds. In wasm the row softmax runs always (tract's own bits there).
 //!
-//! Natively these run on 128-bit lanes where tract uses AVX-512: with the integer path, the
-//! model measured 6–15% slower with them than without (one run each, `cargo bench --bench
-//! embed`: 128 tokens, batch 32, 71.6 against 81.0 texts/s).
+//! Not enabled yet (`super::quant::ENABLED`): natively these run on 128-bit lanes where tract
+//! uses AVX-512, and `product_row` is a plain loop, not a register-blocked kernel. With the
+//! integer path, natively: 128 tokens, batch 32, 81.0 texts/s without any of them, 71.6 with
+//! all but the products, 38.1 with the products too; single 256-token texts 12.2 (onnxruntime
+//! ~23). The products need a tiled kernel (natively on 16 lanes: the element chains do not
+//! depend on the lane width) before the path can be turned on.
 
 pub(crate) use lanes::{F4, I4};
 
@@ -885,8 +890,8 @@ fn rms_norm_body(row: &mut [f32], eps: f32) {
     }
 }
 
-/// A digest of [`erf`], [`sum`], [`rms_norm`] and [`softmax_rows`] (rows of any length) on
-/// fixed rows (special values included), pinned like [`SOFTMAX_DIGEST`].
+/// A digest of [`erf`], [`sum`], [`rms_norm`], [`softmax_rows`] (rows of any length) and
+/// `product_row` on fixed rows (special values included), pinned like [`SOFTMAX_DIGEST`].
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) fn norms_digest() -> u64 {
     let mut next = super::xorshift(0x6e72);
@@ -909,16 +914,22 @@ pub(crate) fn norms_digest() -> u64 {
         let mut r = row.clone();
         rms_norm(&mut r, 1e-12);
         r.into_iter().for_each(&mut mix);
-        let mut p = row;
+        let mut p = row.clone();
         softmax_rows(&mut p, len, -1.5);
         p.into_iter().for_each(&mut mix);
+        // One row of an activation product: `k` = 1 + case % 40 steps over the row's values.
+        let k = (1 + case % 40).min(len);
+        let n = len / k;
+        let mut out = vec![0f32; n];
+        product_row(&row[..k], &row, n, &mut out);
+        out.into_iter().for_each(&mut mix);
     }
     digest
 }
 
 /// [`norms_digest`] as this module computes it (see [`SOFTMAX_DIGEST`]).
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
-pub(crate) const NORMS_DIGEST: u64 = 0xd0cf_2485_0e22_6678;
+pub(crate) const NORMS_DIGEST: u64 = 0x94e9_925f_bacb_a7ff;
 
 /// One of tract's operators run on this module's routines (f32, the last axis).
 #[derive(Debug, Clone, PartialEq)]
@@ -1051,6 +1062,225 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
         let mut patch = TypedModelPatch::default();
         let tapped = patch.tap_model(model, input)?;
         let wire = patch.wire_node(format!("{name}.same"), op, &[tapped])?;
+        patch.shunt_outside(model, id.into(), wire[0])?;
+        patch.apply(model)?;
+    }
+    Ok(count)
+}
+
+/// The attention's two activation products, as their decluttered `EinSum`s write them:
+/// `Q·Kᵀ` is `ambk,abkn->abmn` (`a` batch, `b` heads, `m` and `n` tokens, `k` the head size)
+/// and `P·V` is `abmk,akbn->ambn` (`k` tokens, `n` the head size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Product {
+    /// `ambk,abkn->abmn`.
+    Scores,
+    /// `abmk,akbn->ambn`.
+    Mix,
+}
+
+impl Product {
+    fn of(expr: &str) -> Option<Product> {
+        match expr {
+            "ambk,abkn->abmn" => Some(Product::Scores),
+            "abmk,akbn->ambn" => Some(Product::Mix),
+            _ => None,
+        }
+    }
+}
+
+/// `C = A · B` for a [`Product`]: every element `c = ((0 + a₀b₀) + a₁b₁) + …` in `k` order, a
+/// multiply then an add (no fused multiply-add), so any lane width gives the same bits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SameMatMul {
+    product: Product,
+}
+
+/// Sizes and element strides of one product: `A[a, b, m, k]`, `B[a, b, k, n]`, `C[a, b, m, n]`
+/// (`k` contiguous in `A`, `n` in `B` and `C`).
+struct Strides {
+    dims: [usize; 5],
+    a: [usize; 3],
+    b: [usize; 3],
+    c: [usize; 3],
+}
+
+impl SameMatMul {
+    fn strides(&self, a: &[usize], b: &[usize]) -> Option<Strides> {
+        let [a0, a1, a2, a3]: [usize; 4] = a.try_into().ok()?;
+        let [b0, b1, b2, b3]: [usize; 4] = b.try_into().ok()?;
+        match self.product {
+            // A [a, m, b, k], B [a, b, k, n], C [a, b, m, n].
+            Product::Scores => {
+                let (batch, m, heads, k, n) = (a0, a1, a2, a3, b3);
+                (b0 == batch && b1 == heads && b2 == k).then_some(Strides {
+                    dims: [batch, heads, m, k, n],
+                    a: [m * heads * k, k, heads * k],
+                    b: [heads * k * n, k * n, n],
+                    c: [heads * m * n, m * n, n],
+                })
+            }
+            // A [a, b, m, k], B [a, k, b, n], C [a, m, b, n].
+            Product::Mix => {
+                let (batch, heads, m, k, n) = (a0, a1, a2, a3, b3);
+                (b0 == batch && b1 == k && b2 == heads).then_some(Strides {
+                    dims: [batch, heads, m, k, n],
+                    a: [heads * m * k, m * k, k],
+                    b: [k * heads * n, n, heads * n],
+                    c: [m * heads * n, n, heads * n],
+                })
+            }
+        }
+    }
+
+    fn output_shape<D: Clone>(&self, a: &[D], b: &[D]) -> Option<TVec<D>> {
+        let (a, b) = (a.get(..4)?, b.get(..4)?);
+        Some(match self.product {
+            Product::Scores => tvec![a[0].clone(), a[2].clone(), a[1].clone(), b[3].clone()],
+            Product::Mix => tvec![a[0].clone(), a[2].clone(), a[1].clone(), b[3].clone()],
+        })
+    }
+}
+
+with_vex!(
+    /// One row of `C`: `out[n] = Σ_k a[k] · b[k · stride + n]`, four accumulators of 4 lanes at
+    /// a time over `n`.
+    fn product_row(a: &[f32], b: &[f32], stride: usize, out: &mut [f32]) => product_row_body
+);
+
+#[inline(always)]
+fn product_row_body(a: &[f32], b: &[f32], stride: usize, out: &mut [f32]) {
+    let n = out.len();
+    let mut n0 = 0;
+    while n0 < n {
+        let lanes = (n - n0).min(16);
+        let mut acc = [F4::splat(0.0); 4];
+        let groups = lanes.div_ceil(4);
+        for (k, &x) in a.iter().enumerate() {
+            let x = F4::splat(x);
+            let row = &b[k * stride + n0..];
+            for (g, acc) in acc.iter_mut().enumerate().take(groups) {
+                let from = &row[4 * g..(4 * g + 4).min(lanes)];
+                let v = if from.len() == 4 {
+                    F4::load(from)
+                } else {
+                    padded(from, 0.0)
+                };
+                *acc = acc.add(x.mul(v));
+            }
+        }
+        for (g, acc) in acc.iter().enumerate().take(groups) {
+            let to = &mut out[n0 + 4 * g..n0 + (4 * g + 4).min(lanes)];
+            let lanes = acc.lanes();
+            let len = to.len();
+            to.copy_from_slice(&lanes[..len]);
+        }
+        n0 += lanes;
+    }
+}
+
+impl Op for SameMatMul {
+    fn name(&self) -> StaticName {
+        "SameMatMul".into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for SameMatMul {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let [x, y] = <[TValue; 2]>::try_from(inputs.into_vec())
+            .map_err(|_| format_err!("SameMatMul takes two inputs"))?;
+        Ok(tvec!(self.product(&x, &y)?.into_tvalue()))
+    }
+}
+
+impl SameMatMul {
+    /// `x · y` (see [`Product`]).
+    fn product(&self, x: &Tensor, y: &Tensor) -> TractResult<Tensor> {
+        let st = self
+            .strides(x.shape(), y.shape())
+            .with_context(|| format!("SameMatMul: shapes {:?} and {:?}", x.shape(), y.shape()))?;
+        let shape = self
+            .output_shape(x.shape(), y.shape())
+            .context("SameMatMul: rank")?;
+        let mut out = Tensor::zero::<f32>(&shape)?;
+        {
+            let xv = x.try_as_plain_ram()?;
+            let yv = y.try_as_plain_ram()?;
+            let mut ov = out.try_as_plain_ram_mut()?;
+            let (av, bv, cv) = (
+                xv.as_slice::<f32>()?,
+                yv.as_slice::<f32>()?,
+                ov.as_slice_mut::<f32>()?,
+            );
+            let [batch, heads, m, k, n] = st.dims;
+            for a in 0..batch {
+                for h in 0..heads {
+                    let b_base = a * st.b[0] + h * st.b[1];
+                    for i in 0..m {
+                        let a0 = a * st.a[0] + h * st.a[1] + i * st.a[2];
+                        let c0 = a * st.c[0] + h * st.c[1] + i * st.c[2];
+                        let b_end = b_base + (k.max(1) - 1) * st.b[2] + n;
+                        ensure!(a0 + k <= av.len() && c0 + n <= cv.len() && b_end <= bv.len());
+                        product_row(&av[a0..a0 + k], &bv[b_base..], st.b[2], &mut cv[c0..c0 + n]);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl TypedOp for SameMatMul {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let (x, y) = (inputs.first().context("A")?, inputs.get(1).context("B")?);
+        let a: TVec<TDim> = x.shape.iter().cloned().collect();
+        let b: TVec<TDim> = y.shape.iter().cloned().collect();
+        let shape = self.output_shape(&a, &b).context("SameMatMul: rank")?;
+        Ok(tvec!(f32::fact(shape)))
+    }
+
+    as_op!();
+}
+
+/// Replaces the attention's two f32 activation products ([`Product`]) by [`SameMatMul`]s in a
+/// decluttered model (before tract's optimisation picks per-platform kernels); returns how many.
+pub(crate) fn swap_in_products(model: &mut TypedModel) -> TractResult<usize> {
+    use tract_onnx::tract_core::ops::einsum::EinSum;
+    let mut found = Vec::new();
+    for node in model.nodes() {
+        let Some(einsum) = node.op_as::<EinSum>() else {
+            continue;
+        };
+        if einsum.q_params.is_some() || einsum.operating_dt != f32::datum_type() {
+            continue;
+        }
+        let Some(product) = Product::of(&einsum.axes.to_string()) else {
+            continue;
+        };
+        let [x, y] = node.inputs[..] else {
+            continue;
+        };
+        let f32s = [x, y].iter().all(|o| {
+            model
+                .outlet_fact(*o)
+                .is_ok_and(|f| f.datum_type == f32::datum_type() && f.konst.is_none())
+        });
+        if f32s {
+            found.push((node.id, node.name.clone(), [x, y], product));
+        }
+    }
+    let count = found.len();
+    for (id, name, inputs, product) in found {
+        let mut patch = TypedModelPatch::default();
+        let tapped = inputs
+            .iter()
+            .map(|i| patch.tap_model(model, *i))
+            .collect::<TractResult<TVec<_>>>()?;
+        let wire = patch.wire_node(format!("{name}.same"), SameMatMul { product }, &tapped)?;
         patch.shunt_outside(model, id.into(), wire[0])?;
         patch.apply(model)?;
     }
@@ -1206,6 +1436,86 @@ mod tests {
         rms_norm(&mut r, 0.0);
         let ms: f64 = r.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / r.len() as f64;
         assert!((ms - 1.0).abs() < 1e-5, "{ms}");
+    }
+
+    /// Both attention products give the definition's bits: every element a multiply then an
+    /// add in `k` order from 0, on random shapes (row lengths across the 16-lane chunks).
+    #[test]
+    fn products_follow_the_definition() {
+        let mut next = super::super::xorshift(0x9a7);
+        for case in 0..40 {
+            let (batch, heads) = (1 + case % 2, 1 + case % 3);
+            let (m, k, n) = (
+                1 + (next() % 9) as usize,
+                1 + (next() % 40) as usize,
+                1 + (next() % 37) as usize,
+            );
+            for product in [Product::Scores, Product::Mix] {
+                let op = SameMatMul { product };
+                let (a_shape, b_shape) = match product {
+                    Product::Scores => ([batch, m, heads, k], [batch, heads, k, n]),
+                    Product::Mix => ([batch, heads, m, k], [batch, k, heads, n]),
+                };
+                let mut values = |len: usize| -> Vec<f32> {
+                    (0..len)
+                        .map(|_| (next() % 20_001) as f32 / 997.0 - 10.0)
+                        .collect()
+                };
+                let a = values(a_shape.iter().product());
+                let b = values(b_shape.iter().product());
+                let at = |v: &[f32], shape: &[usize; 4], i: [usize; 4]| {
+                    v[((i[0] * shape[1] + i[1]) * shape[2] + i[2]) * shape[3] + i[3]]
+                };
+                let x = Tensor::from_shape(&a_shape, &a).expect("A");
+                let y = Tensor::from_shape(&b_shape, &b).expect("B");
+                let out = op.product(&x, &y).expect("runs");
+                let got = out
+                    .try_as_plain_ram()
+                    .expect("plain")
+                    .as_slice::<f32>()
+                    .expect("f32")
+                    .to_vec();
+                let mut want = Vec::new();
+                for ba in 0..batch {
+                    // Output order: Scores [a, b, m, n], Mix [a, m, b, n].
+                    let (outer, inner) = match product {
+                        Product::Scores => (heads, m),
+                        Product::Mix => (m, heads),
+                    };
+                    for o in 0..outer {
+                        for p in 0..inner {
+                            let (h, i) = match product {
+                                Product::Scores => (o, p),
+                                Product::Mix => (p, o),
+                            };
+                            for j in 0..n {
+                                let mut c = 0f32;
+                                for kk in 0..k {
+                                    let (av, bv) = match product {
+                                        Product::Scores => (
+                                            at(&a, &a_shape, [ba, i, h, kk]),
+                                            at(&b, &b_shape, [ba, h, kk, j]),
+                                        ),
+                                        Product::Mix => (
+                                            at(&a, &a_shape, [ba, h, i, kk]),
+                                            at(&b, &b_shape, [ba, kk, h, j]),
+                                        ),
+                                    };
+                                    c += av * bv;
+                                }
+                                want.push(c);
+                            }
+                        }
+                    }
+                }
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{product:?} {batch}×{heads}, m {m} k {k} n {n}"
+                );
+            }
+        }
     }
 
     #[test]
