@@ -46,7 +46,7 @@ use tract_onnx::tract_core::ops::math::Add;
 /// neighbours. The parity contract (identical top-10 order) then needs those f32 parts to give
 /// the same bits natively and in wasm first: with `super::same`'s operators (put in with the
 /// integer path) all 57 fixture vectors are bit-identical between the builds, but its
-/// attention products are not fast yet (see there).
+/// attention products are not fast in wasm yet (see there).
 pub(crate) const ENABLED: bool = false;
 
 /// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI or

@@ -33,12 +33,13 @@
 //! fixture, `condense embed` against the wasm package): all 57 vectors bit-identical between
 //! the builds. In wasm the row softmax runs always (tract's own bits there).
 //!
-//! Not enabled yet (`super::quant::ENABLED`): natively these run on 128-bit lanes where tract
-//! uses AVX-512, and `product_row` is a plain loop, not a register-blocked kernel. With the
-//! integer path, natively: 128 tokens, batch 32, 81.0 texts/s without any of them, 71.6 with
-//! all but the products, 38.1 with the products too; single 256-token texts 12.2 (onnxruntime
-//! ~23). The products need a tiled kernel (natively on 16 lanes: the element chains do not
-//! depend on the lane width) before the path can be turned on.
+//! Not enabled yet (`super::quant::ENABLED`): the products' wasm loop is not register-blocked.
+//! Measured with the integer path and all of this on (session 19, one run each, texts/s):
+//! natively (the products on AVX-512, 16 lanes) 74.1 at 128 tokens, batch 32 (81.0 without
+//! any of this module), 30.3 on single 256-token texts (onnxruntime ~23), 580 on single
+//! 16-token texts; in wasm 19.8 and 7.2 (26.8 and 11.7 with tract's tuned 8×8 kernel for the
+//! products). The wasm products need a tiled kernel (rows × columns in registers, `k`
+//! sequential) before the path can be turned on.
 
 pub(crate) use lanes::{F4, I4};
 
@@ -1179,6 +1180,47 @@ fn product_row_body(a: &[f32], b: &[f32], stride: usize, out: &mut [f32]) {
     }
 }
 
+/// [`product_row`] natively on AVX-512: 64 columns at a time in four 16-lane accumulators
+/// (the last ones masked), each element the same multiply then add in `k` order, so the same
+/// bits as the 4-lane version (the products' test compares them with the definition).
+///
+/// # Safety
+/// The CPU must have AVX-512 F; `b` must hold `(a.len() - 1) · stride + out.len()` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(unsafe_code)]
+unsafe fn product_row_avx512(a: &[f32], b: &[f32], stride: usize, out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let n = out.len();
+    let mask = |left: usize| -> __mmask16 {
+        if left >= 16 {
+            !0
+        } else {
+            (1u16 << left) - 1
+        }
+    };
+    let mut n0 = 0;
+    while n0 < n {
+        let lanes = (n - n0).min(64);
+        let groups = lanes.div_ceil(16);
+        let masks = [0, 1, 2, 3].map(|g| mask(lanes.saturating_sub(16 * g)));
+        let mut acc = [_mm512_setzero_ps(); 4];
+        for (k, &x) in a.iter().enumerate() {
+            let x = _mm512_set1_ps(x);
+            // SAFETY: masked loads within `b[k · stride + n0 ..][..lanes]` (see above).
+            let row = b.as_ptr().add(k * stride + n0);
+            for g in 0..groups {
+                let v = _mm512_maskz_loadu_ps(masks[g], row.add(16 * g));
+                acc[g] = _mm512_add_ps(acc[g], _mm512_mul_ps(x, v));
+            }
+        }
+        for g in 0..groups {
+            _mm512_mask_storeu_ps(out.as_mut_ptr().add(n0 + 16 * g), masks[g], acc[g]);
+        }
+        n0 += lanes;
+    }
+}
+
 impl Op for SameMatMul {
     fn name(&self) -> StaticName {
         "SameMatMul".into()
@@ -1217,6 +1259,8 @@ impl SameMatMul {
                 ov.as_slice_mut::<f32>()?,
             );
             let [batch, heads, m, k, n] = st.dims;
+            #[cfg(target_arch = "x86_64")]
+            let avx512 = is_x86_feature_detected!("avx512f");
             for a in 0..batch {
                 for h in 0..heads {
                     let b_base = a * st.b[0] + h * st.b[1];
@@ -1225,7 +1269,18 @@ impl SameMatMul {
                         let c0 = a * st.c[0] + h * st.c[1] + i * st.c[2];
                         let b_end = b_base + (k.max(1) - 1) * st.b[2] + n;
                         ensure!(a0 + k <= av.len() && c0 + n <= cv.len() && b_end <= bv.len());
-                        product_row(&av[a0..a0 + k], &bv[b_base..], st.b[2], &mut cv[c0..c0 + n]);
+                        let (a_row, b_rows) = (&av[a0..a0 + k], &bv[b_base..]);
+                        let out_row = &mut cv[c0..c0 + n];
+                        #[cfg(target_arch = "x86_64")]
+                        if avx512 {
+                            // SAFETY: AVX-512 F is present; `b_rows` holds the rows (checked).
+                            #[allow(unsafe_code)]
+                            unsafe {
+                                product_row_avx512(a_row, b_rows, st.b[2], out_row)
+                            };
+                            continue;
+                        }
+                        product_row(a_row, b_rows, st.b[2], out_row);
                     }
                 }
             }
