@@ -113,6 +113,18 @@ impl QuantWeights {
         self.k.div_ceil(2)
     }
 
+    /// Whether `x` (packed for these weights) and `out` have the sizes the SIMD kernels' raw
+    /// pointers rely on (`super::x86_quant`, `super::wasm_quant`).
+    pub(crate) fn fits(&self, x: &Activations, out: &[f32]) -> bool {
+        let pairs = self.pairs();
+        self.packed.len() == self.n.div_ceil(COLS) * pairs * COLS
+            && x.packed.len() == x.rows.div_ceil(TILE) * pairs * TILE
+            && x.scales.len() == x.rows
+            && self.scales.len() == self.n
+            && self.bias.len() == self.n
+            && out.len() == x.rows * self.n
+    }
+
     /// Packs `q` (`k × n`, row-major), its column scales and a bias.
     pub(crate) fn pack(k: usize, n: usize, q: &[i8], scales: Vec<f32>, bias: Vec<f32>) -> Self {
         let pairs = k.div_ceil(2);

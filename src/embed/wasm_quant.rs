@@ -36,18 +36,12 @@ const BLOCK_PANELS: usize = 8;
 
 /// `out = x · w` (see `super::quant`).
 pub(crate) fn matmul(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
-    let pairs = w.pairs();
-    let sized = w.packed.len() == w.n.div_ceil(COLS) * pairs * COLS
-        && x.packed.len() == x.rows.div_ceil(TILE) * pairs * TILE
-        && x.scales.len() == x.rows
-        && w.scales.len() == w.n
-        && w.bias.len() == w.n
-        && out.len() == x.rows * w.n;
-    if !sized {
+    if !w.fits(x, out) {
         w.matmul_portable(x, out);
         return;
     }
     // SAFETY: every pointer `tile` forms stays inside the panels whose lengths are checked above.
+    let pairs = w.pairs();
     let row_panels = x.rows.div_ceil(TILE);
     for block in (0..row_panels).step_by(BLOCK_PANELS) {
         let block_end = (block + BLOCK_PANELS).min(row_panels);

@@ -66,14 +66,7 @@ impl Cpu {
 
 /// [`matmul`] on the kernel `cpu` selects.
 fn matmul_on(w: &QuantWeights, x: &Activations, out: &mut [f32], cpu: Cpu) -> bool {
-    let pairs = w.pairs();
-    let sized = w.packed.len() == w.n.div_ceil(COLS) * pairs * COLS
-        && x.packed.len() == x.rows.div_ceil(TILE) * pairs * TILE
-        && x.scales.len() == x.rows
-        && w.scales.len() == w.n
-        && w.bias.len() == w.n
-        && out.len() == x.rows * w.n;
-    if !sized {
+    if !w.fits(x, out) {
         return false;
     }
     // SAFETY: the features are present (checked here), and every pointer `run` and `run_avx2`
