@@ -66,14 +66,15 @@ mod wasm {
                 .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
         }
 
-        /// `{castsFolded, nodesRepaired, loadMs}` (JSON text).
+        /// `{castsFolded, nodesRepaired, integerMatmuls, loadMs}` (JSON text).
         #[wasm_bindgen(js_name = loadInfo)]
         pub fn load_info(&self) -> String {
             match self.inner.load_info() {
                 Some(i) => format!(
-                    "{{\"castsFolded\":{},\"nodesRepaired\":{},\"loadMs\":{}}}",
+                    "{{\"castsFolded\":{},\"nodesRepaired\":{},\"integerMatmuls\":{},\"loadMs\":{}}}",
                     i.casts_folded,
                     i.nodes_repaired,
+                    i.integer_matmuls,
                     if i.load_ms.is_finite() {
                         i.load_ms
                     } else {

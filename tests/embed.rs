@@ -269,6 +269,11 @@ fn a_vector_does_not_depend_on_its_batch() {
         }
     }
     eprintln!("batch independence: min cosine {worst:.8}, max |diff| {max_diff:e}");
+    if integer_path() {
+        // Every operator then computes each row as it would alone: padding (masked tokens,
+        // zero attention weights) changes no bit.
+        assert_eq!(max_diff, 0.0, "min cosine {worst}");
+    }
     assert!(worst >= 0.99999, "min cosine {worst}");
     assert!(max_diff <= 1e-4, "max diff {max_diff}");
 }
@@ -340,6 +345,16 @@ fn identity_names_the_model() {
     assert!(info.casts_folded > 0, "no constant Cast folded: {info:?}");
     // The reshapes and the attention mask's broadcast addition of the symbolic plan.
     assert!(info.nodes_repaired > 0, "no plan node repaired: {info:?}");
+    // The integer weight matmuls: every one of MiniLM-L6's 36 where the CPU has them.
+    assert_eq!(info.integer_matmuls, if integer_path() { 36 } else { 0 });
+}
+
+/// Whether this CPU runs the integer weight matmuls (x86-64 with AVX2; wasm always).
+fn integer_path() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 #[test]
@@ -429,7 +444,13 @@ fn operator_profile_times_the_models_operators() {
         .expect("the attention's softmax is timed");
     // Six layers, one softmax each, in the one model call that holds both texts.
     assert_eq!(softmax.evals_per_text * texts.len() as f64, 6.0);
-    assert!(rows.iter().any(|r| r.op.starts_with("OptMatMul ")));
+    // The weight matmuls: integer products where the CPU has them, else tract's f32 kernels.
+    let weights = if integer_path() {
+        "QuantMatMul"
+    } else {
+        "OptMatMul "
+    };
+    assert!(rows.iter().any(|r| r.op.starts_with(weights)), "{rows:?}");
     assert!(rows
         .iter()
         .all(|r| r.ms_per_text >= 0.0 && r.evals_per_text > 0.0));

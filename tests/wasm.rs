@@ -275,7 +275,8 @@ mod minilm {
     }
 
     /// The operator profile runs in wasm too (its clock is `performance.now`): one short text,
-    /// the fused softmax once per layer, the matmuls on condense's kernel.
+    /// the fused softmax once per layer, the 36 weight matmuls as integer products and the 12
+    /// attention products on `src/embed/same.rs`.
     #[wasm_bindgen_test]
     fn operator_profile_in_wasm() {
         let embedder = Embedder::from_bytes(MODEL, TOKENIZER).expect("model loads in wasm");
@@ -285,9 +286,9 @@ mod minilm {
             .find(|r| r.op == "MaskedSoftmax")
             .expect("softmax");
         assert_eq!(softmax.evals_per_text, 6.0);
-        assert!(rows
-            .iter()
-            .any(|r| r.op.contains("condense_wasm_f32_8x8_halves")));
+        let evals = |op: &str| rows.iter().find(|r| r.op == op).map(|r| r.evals_per_text);
+        assert_eq!(evals("QuantMatMul"), Some(36.0));
+        assert_eq!(evals("SameMatMul"), Some(12.0));
     }
 
     /// The attention's row softmax of both builds (src/embed/same.rs) gives tract's wasm routine's

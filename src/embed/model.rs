@@ -7,6 +7,9 @@
 //! leave the int8 → f32 dequantisation to run on every call. After the fold a second declutter
 //! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
+//! Where `super::quant` has a fast kernel (wasm, x86-64 with AVX2), the weight matmuls become
+//! integer products before that optimisation, and the f32 operators that decide the inputs of
+//! their roundings become `super::same`'s, so that both builds give the same bits.
 //! Before it, the inputs' symbols are bounded (batch ≤ [`MAX_BATCH`], sequence ≤ 512) so tract
 //! can prove its fast element-wise kernels apply; after it, [`repair`] puts condense's own
 //! evaluation in place of tract's slow paths for these shapes (`super::ops`), natively on
@@ -20,9 +23,10 @@
 //! those run as generic broadcasting ops. Measured (examples/tract_profile.rs, 16 tokens): the
 //! specialised plan runs in ~0.75× the time of the symbolic one. The padding is masked (the
 //! attention mask hides it and pooling skips it), so a text's vector is the same to rounding
-//! (the batch-independence test covers padding). Each bucket's plan holds its own packed weights
-//! (~43 MB, allocated only when the bucket is used); longer texts and batches use the symbolic
-//! plan.
+//! (the batch-independence test covers padding; with the integer path, the same bits). With
+//! tract's f32 matmuls each bucket's plan holds its own packed weights (~43 MB, allocated only
+//! when the bucket is used); the integer weights are shared by every plan. Longer texts and
+//! batches use the symbolic plan.
 //!
 //! Running: `input_ids`, `attention_mask` and `token_type_ids` (all `i64`, `batch × sequence`), in
 //! whatever order the model declares them; the output `last_hidden_state` (`batch × sequence ×
@@ -287,10 +291,10 @@ impl Model {
         // One short text: pad it to its bucket (masked) and run the specialised plan.
         let mut plan = &self.plan;
         let mut padded = seq;
-        // Not with the integer path: with the single-text plans, 7 of the parity fixture's 57
-        // vectors differed between the builds (the wasm build has no such plans); without them,
-        // none (the cause inside the concrete plans is not isolated yet).
-        if batch == 1 && ids.len() == seq && mask.len() == seq && self.quantized == 0 {
+        // With the integer path these give the symbolic plan's bits (and so the wasm build's,
+        // which has no such plans): padding changes no row, and the softmax tract leaves unfused
+        // here is `super::same`'s too (`SameOp::Softmax`).
+        if batch == 1 && ids.len() == seq && mask.len() == seq {
             if let Some(b) = BUCKETS.iter().position(|&len| seq <= len) {
                 if let Some(p) = self.single_plan(b) {
                     plan = p;

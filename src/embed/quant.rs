@@ -19,8 +19,9 @@
 //! VNNI and AVX2 in `super::x86_quant`, wasm SIMD in `super::wasm_quant`) gives the same bits,
 //! natively and in wasm (tested), and so does every activation packer. The only rounding the
 //! f32 model does not have is the activations' 16 bits: measured on the reference fixture,
-//! every vector stays within cosine 0.9999997 of the f32 model's. Not enabled: see [`ENABLED`]
-//! for what it would gain and what blocks it.
+//! every vector stays within cosine 0.9999997 of the f32 model's (and of onnxruntime's). With
+//! `super::same`'s operators for the f32 parts, the native (x86-64) and wasm builds give the
+//! same bits for every vector. See [`ENABLED`] for the speeds.
 //!
 //! A row holding a NaN or an infinity gives a row of NaN (the f32 model gives NaN or infinities
 //! there too); a row of zeros gives the bias.
@@ -31,23 +32,20 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::math::Add;
 
-/// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`]. Off:
-/// fast now, but it would break the native / wasm parity. Measured with it on (session 19,
-/// `bench/embed-compare`, medians of 3 rounds, texts/s): wasm in Node 175–25.6–11.3 (16, 128,
-/// 256 tokens) against 109–17.7–8.0 on f32; natively (AVX-512 VNNI) 523–76–32 against
-/// 245–55–24; native / onnxruntime 1.39–3.17, native / wasm 2.84–3.00.
+/// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`] (`false`
+/// gives tract's f32 matmuls everywhere, to measure them). Measured with it on (session 20,
+/// `bench/embed-compare`; see the README's table): faster than f32 in both builds, native
+/// faster than onnxruntime on one thread, wasm within about 3× of native.
 ///
-/// Why off: rounding activations to 16 bits is a step function, so a difference of one ulp in
-/// its input can move a value by a whole step. The f32 parts of the model (attention's matmuls
-/// and softmax, GELU's `erf`, the layer norms' sums) are computed by different kernels natively
-/// and in wasm, and after the first layer the two builds' roundings are as good as independent:
-/// their vectors differ by ~2e-7 in cosine (as much as either differs from the f32 model; under
-/// 5e-9 on f32), which flips 2 near ties (score gaps ~1.5e-5) among the parity fixture's top-10
-/// neighbours. The parity contract (identical top-10 order) then needs those f32 parts to give
-/// the same bits natively and in wasm first: with `super::same`'s operators (put in with the
-/// integer path) all 57 fixture vectors are bit-identical between the builds, but its
-/// attention products are not fast in wasm yet (see there).
-pub(crate) const ENABLED: bool = false;
+/// Why the other operators change with it: rounding activations to 16 bits is a step
+/// function, so a difference of one ulp in its input can move a value by a whole step. tract
+/// computes the f32 parts of the model (attention's matmuls and softmax, GELU's `erf`, the
+/// layer norms' sums) with different kernels natively and in wasm; with those, the builds'
+/// roundings were as good as independent after the first layer, their vectors ~2e-7 apart in
+/// cosine, and 2 near ties (score gaps ~1.5e-5) among the parity fixture's top-10 neighbours
+/// flipped. The model with the integer path therefore computes those parts with
+/// `super::same`'s operators, the same bits in both builds, and the vectors are bit-identical.
+pub(crate) const ENABLED: bool = true;
 
 /// Whether this platform has a fast integer kernel: wasm with SIMD, x86-64 with AVX-512 VNNI or
 /// AVX2. Elsewhere (aarch64 today) the model keeps tract's f32 matmuls (the portable kernel is a

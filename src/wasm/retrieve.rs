@@ -54,7 +54,7 @@ impl WasmEmbedder {
     /// An embedder whose vectors come from a JS function: `embed(texts: string[])` returns a
     /// `Float32Array` of `texts.length × 384` values (row by row, unit-length rows). `identity`
     /// (`{kind, modelSha256, dims, maxTokens, version}`) says what makes them; `loadInfo` is
-    /// `{castsFolded, nodesRepaired, loadMs}` or null. `loadEmbedder()` builds MiniLM this way: the model runs
+    /// `{castsFolded, nodesRepaired, integerMatmuls, loadMs}` or null. `loadEmbedder()` builds MiniLM this way: the model runs
     /// in its own wasm module (`condense_embed_bg.wasm`).
     pub fn external(
         identity: JsValue,
@@ -86,6 +86,8 @@ impl WasmEmbedder {
             casts_folded: usize,
             #[serde(default)]
             nodes_repaired: usize,
+            #[serde(default)]
+            integer_matmuls: usize,
             load_ms: f64,
         }
         let load = match optional_json(&load_info, "loadInfo")? {
@@ -96,6 +98,7 @@ impl WasmEmbedder {
                 Some(LoadInfo {
                     casts_folded: l.casts_folded,
                     nodes_repaired: l.nodes_repaired,
+                    integer_matmuls: l.integer_matmuls,
                     load_ms: l.load_ms,
                 })
             }
@@ -143,7 +146,7 @@ impl WasmEmbedder {
         cfg!(feature = "embed")
     }
 
-    /// `{castsFolded, nodesRepaired, loadMs}` for a model embedder, `null` for the lexical one.
+    /// `{castsFolded, nodesRepaired, integerMatmuls, loadMs}` for a model embedder, `null` for the lexical one.
     #[wasm_bindgen(js_name = loadInfo)]
     pub fn load_info(&self) -> Result<JsValue, JsValue> {
         match self.inner.load_info() {
@@ -151,6 +154,7 @@ impl WasmEmbedder {
             Some(info) => to_js(&serde_json::json!({
                 "castsFolded": info.casts_folded,
                 "nodesRepaired": info.nodes_repaired,
+                "integerMatmuls": info.integer_matmuls,
                 "loadMs": info.load_ms,
             })),
         }

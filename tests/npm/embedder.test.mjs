@@ -38,6 +38,8 @@ test('loadEmbedder() reads the model shipped in the package and matches onnxrunt
   assert.equal(id.maxTokens, 256);
   assert.ok(embedder.loadInfo().castsFolded > 0);
   assert.ok(embedder.loadInfo().nodesRepaired > 0);
+  // MiniLM-L6's 36 weight matmuls run as integer products in wasm.
+  assert.equal(embedder.loadInfo().integerMatmuls, 36);
   assert.equal(lexicalEmbedder().loadInfo(), null);
   const cases = reference.cases.slice(0, 3);
   const vectors = embedder.embed(cases.map((c) => c.text));

@@ -5,14 +5,16 @@
 //
 //   wasm vs onnxruntime   cosine >= 0.9999 for every text
 //   wasm vs native        cosine >= 0.99999 for every text, and identical top-10 neighbour order
-//                         (neighbours among the fixture's texts, by dot product)
+//                         (neighbours among the fixture's texts, by dot product); bit-identical
+//                         vectors where the native build runs the integer weight matmuls too
+//                         (x86-64 with AVX2, read from /proc/cpuinfo)
 //
-// The builds use different SIMD kernels (AVX2/FMA natively, simd128 in wasm), so vectors agree
-// to float rounding, not bit for bit.
+// Both builds then compute every operator's bits the same way (src/embed/quant.rs, same.rs);
+// elsewhere (f32 natively, e.g. on aarch64) the kernels differ and vectors agree to rounding.
 //
 //   node tests/parity/embed.mjs <pkg dir> <condense binary> <reference.json>
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -62,6 +64,20 @@ cases.forEach((c, i) => {
   if (!(r >= 0.9999)) { failures++; console.error(`parity: ${c.name}: wasm vs onnxruntime cosine ${r}`); }
   if (!(n >= 0.99999)) { failures++; console.error(`parity: ${c.name}: wasm vs native cosine ${n}`); }
 });
+// The native build's weight matmuls are integer products where the CPU has AVX2 (x86-64).
+const nativeInteger = process.arch === 'x64' && existsSync('/proc/cpuinfo') &&
+  /^flags\s*:.*\bavx2\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+const wasmInteger = embedder.loadInfo().integerMatmuls > 0;
+let bitIdentical = 0;
+cases.forEach((c, i) => {
+  const same = wasm[i].length === native[i].length &&
+    wasm[i].every((v, k) => Object.is(v, Math.fround(native[i][k])));
+  if (same) bitIdentical++;
+  else if (nativeInteger && wasmInteger) {
+    failures++;
+    console.error(`parity: ${c.name}: wasm and native vectors differ in their bits`);
+  }
+});
 let orderDiffs = 0;
 cases.forEach((c, i) => {
   const a = neighbours(wasm, i).join();
@@ -69,7 +85,8 @@ cases.forEach((c, i) => {
   if (a !== b) { orderDiffs++; failures++; console.error(`parity: ${c.name}: top-10 neighbours differ\n  wasm   ${a}\n  native ${b}`); }
 });
 console.log(`parity embed: ${cases.length} texts, min cosine wasm/onnxruntime ${minRef.toFixed(7)}, ` +
-  `wasm/native ${minNative.toFixed(8)}, neighbour orders differing ${orderDiffs}; ` +
+  `wasm/native ${minNative.toFixed(8)}, bit-identical ${bitIdentical}` +
+  `${nativeInteger && wasmInteger ? ' (required)' : ''}, neighbour orders differing ${orderDiffs}; ` +
   `load ${loadMs.toFixed(0)} ms, embed ${embedMs.toFixed(0)} ms in wasm`);
 if (failures) {
   console.error(`parity embed: ${failures} failures`);
