@@ -515,23 +515,36 @@ impl MaskedSoftmax {
             .map(|row| row.iter().fold(0u32, |acc, v| acc | (v.to_bits() << 1)) == 0)
             .collect();
         let per_chunk = (CHUNK_VALUES / rows.len).max(1);
-        for (c, chunk) in dst.chunks_mut(per_chunk * rows.len).enumerate() {
-            for (r, row) in chunk.chunks_exact_mut(rows.len).enumerate() {
-                // The mask's row for this row of scores (its axes of size 1 broadcast).
-                let mut rest = c * per_chunk + r;
-                let mut offset = 0usize;
-                for axis in (0..rank - 1).rev() {
-                    let i = rest % shape[axis];
-                    rest /= shape[axis];
-                    if mask_shape[axis] != 1 {
-                        offset += i * mask_strides[axis] as usize;
-                    }
-                }
+        // The mask's row for each row of scores, in row order: an odometer over the scores'
+        // outer axes (`index`), moving `offset` by the mask's stride on each axis the mask does
+        // not broadcast (size 1: stride 0). No division per row (in wasm, a division per axis
+        // and row cost more than the softmax of 16-value rows).
+        let outer = rank - 1;
+        let steps: Vec<usize> = (0..outer)
+            .map(|axis| match mask_shape[axis] {
+                1 => 0,
+                _ => mask_strides[axis] as usize,
+            })
+            .collect();
+        let mut index = vec![0usize; outer];
+        let mut offset = 0usize;
+        for chunk in dst.chunks_mut(per_chunk * rows.len) {
+            for row in chunk.chunks_exact_mut(rows.len) {
                 let from = src
                     .get(offset..offset + rows.len)
                     .context("mask shorter than its shape")?;
                 if !zero_rows.get(offset / rows.len).copied().unwrap_or(false) {
                     row.iter_mut().zip(from).for_each(|(d, s)| *d += *s);
+                }
+                // Next row: the last outer axis first, carrying into the ones before it.
+                for axis in (0..outer).rev() {
+                    index[axis] += 1;
+                    offset += steps[axis];
+                    if index[axis] < shape[axis] {
+                        break;
+                    }
+                    index[axis] = 0;
+                    offset -= steps[axis] * shape[axis];
                 }
             }
             rows.kernel.run(chunk, rows.len, self.nan_to.value)?;
