@@ -3,7 +3,10 @@
 //! One instruction multiplies 8 pairs of 16-bit integers and adds each pair into one of 4 `i32`
 //! lanes: 8 multiply-adds, against 4 for an f32 multiply and add (wasm has no f32 FMA). A tile
 //! is 8 activation rows by one 8-column weight panel, computed as two 4 × 8 halves: per k pair,
-//! the panel's two 4-column vectors and, per row, the row's pair broadcast from memory
+//! the panel's 16 bytes of int8 weights (`quant::Weights` is two bytes in wasm: half the
+//! memory of 16-bit weights, which did not stay in cache between calls) widened by
+//! `i16x8.extend_{low,high}_i8x16` into two 4-column vectors and, per row, the row's pair
+//! broadcast from memory
 //! (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one broadcast
 //! live, within V8's 15 vector registers. The k-loop is its own function (`#[inline(never)]`)
 //! over scalar accumulators, and both panels advance 32 bytes per pair from one induction
@@ -49,7 +52,7 @@ pub(crate) fn matmul(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
             let halves = halves(w, b);
             for rb in block..block_end {
                 let rows = &x.packed[rb * pairs * TILE..(rb + 1) * pairs * TILE];
-                let sums = unsafe { tile(panel.as_ptr(), rows.as_ptr(), pairs) };
+                let sums = unsafe { tile(panel.as_ptr().cast(), rows.as_ptr(), pairs) };
                 store(&sums, rb, &halves, w.n, x, out);
             }
         }
@@ -59,15 +62,16 @@ pub(crate) fn matmul(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
 /// The f32 sums of 8 rows by 8 columns: `t[h * 8 + r]` holds row `r`'s columns `4h..4h + 4`.
 ///
 /// # Safety
-/// `w` and `x` point to panels of `pairs * 8` values.
+/// `w` points to a weight panel of `pairs * 8` two-byte values, `x` to an activation panel of
+/// `pairs * 8` values.
 #[inline(always)]
-unsafe fn tile(w: *const u32, x: *const u32, pairs: usize) -> [v128; 2 * TILE] {
+unsafe fn tile(w: *const u8, x: *const u32, pairs: usize) -> [v128; 2 * TILE] {
     let mut total = [f32x4_splat(0.0); 2 * TILE];
     let mut start = 0;
     while start < pairs {
         let n = (pairs - start).min(CHUNK / 2);
         for h in 0..2 {
-            let acc = half(w.add(start * COLS), x.add(start * TILE + 4 * h), n);
+            let acc = half(w.add(start * 2 * COLS), x.add(start * TILE + 4 * h), n);
             for (i, a) in acc.iter().enumerate() {
                 let t = &mut total[(i % 2) * TILE + 4 * h + i / 2];
                 *t = f32x4_add(*t, f32x4_convert_i32x4(*a));
@@ -79,20 +83,22 @@ unsafe fn tile(w: *const u32, x: *const u32, pairs: usize) -> [v128; 2 * TILE] {
 }
 
 /// The integer sums of 4 rows by 8 columns over `n` pairs (`[r * 2 + c]`: row `r`, columns
-/// `4c..4c + 4`): both panels advance 32 bytes per pair, from one induction variable.
+/// `4c..4c + 4`): per pair, the weight panel's 16 bytes widened to two vectors of 16-bit
+/// pairs, the activation panel 32 bytes, both from one induction variable.
 ///
 /// # Safety
-/// `w` and `x` point to `n * 8` values.
+/// `w` points to `n * 16` bytes, `x` to `n * 8` values.
 #[inline(never)]
-unsafe fn half(w: *const u32, x: *const u32, n: usize) -> [v128; TILE] {
+unsafe fn half(w: *const u8, x: *const u32, n: usize) -> [v128; TILE] {
     let z = i32x4_splat(0);
     let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
     let (mut c4, mut c5, mut c6, mut c7) = (z, z, z, z);
     for p in 0..n {
         // SAFETY: both panels hold n × 8 values (see above).
         unsafe {
-            let w0 = v128_load(w.add(p * COLS) as *const v128);
-            let w1 = v128_load(w.add(p * COLS + 4) as *const v128);
+            let wb = v128_load(w.add(p * 2 * COLS) as *const v128);
+            let w0 = i16x8_extend_low_i8x16(wb);
+            let w1 = i16x8_extend_high_i8x16(wb);
             let xp = x.add(p * TILE);
             let a = v128_load32_splat(xp);
             c0 = i32x4_add(c0, i32x4_dot_i16x8(a, w0));
