@@ -35,8 +35,8 @@ use tract_onnx::tract_core::ops::math::Add;
 /// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`] (`false`
 /// gives tract's f32 matmuls everywhere, to measure them). Measured with it on (session 20,
 /// `bench/embed-compare`; see the README's table): faster than f32 in both builds (wasm in
-/// Node 179–27–12 texts/s at 16, 128, 256 tokens against 109–17.7–8.0), native 1.29–3.59×
-/// onnxruntime on one thread, native / wasm 2.5–2.7 at 128 and 256 tokens, 3.1–3.4 at 16.
+/// Node 211–26–12 texts/s on single 16-, 128-, 256-token texts against 109–17.2–8.2), native
+/// 1.26–3.58× onnxruntime on one thread, native / wasm 2.57–2.82 (3.19 on 16-token batches).
 ///
 /// Why the other operators change with it: rounding activations to 16 bits is a step
 /// function, so a difference of one ulp in its input can move a value by a whole step. tract
@@ -109,9 +109,10 @@ fn unpair(v: u32) -> (i32, i32) {
 /// Two weights of one column (`k` steps `2p` and `2p + 1`) as the kernels read them: natively a
 /// [`pair`] of 16-bit integers (what `vpdpwssd` and `vpmaddwd` take); in wasm two bytes, half
 /// the memory, which the kernel widens to 16 bits as it loads them (`i16x8.extend_*_i8x16`).
-/// Measured there (session 20, the 36 weight matrices of MiniLM-L6 in turn, 16 rows each):
+/// Measured there (session 20): the 36 weight matrices of MiniLM-L6 in turn, 16 rows each,
 /// 7–13% faster than 16-bit weights, whose 21 MB did not stay in this machine's caches between
-/// calls; at 128 and 512 rows the same speed.
+/// calls (at 128 and 512 rows the same speed); single 16-token texts in Node 175–180 → 212–223
+/// texts/s.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) type Weights = u32;
 /// See the native definition.
