@@ -96,7 +96,7 @@ pub enum TokenCounterKind {
 
 /// The counter of one call, memoised: every distinct text is counted once per call. The
 /// estimator is not memoised (it is cheaper than a lookup). The first error of a caller's
-/// counter is kept (counts are 0 from then on) and returned by [`Tokens::finish`].
+/// counter is kept (counts are 0 from then on) and returned by [`Tokens::check`].
 pub(crate) struct Tokens<'a> {
     counter: Option<&'a dyn TokenCounter>,
     memo: RefCell<HashMap<Box<str>, usize>>,

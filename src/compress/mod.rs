@@ -17,7 +17,7 @@
 //!    with `minConfidence`, keeps enough of its key tokens; with `preserveQuotes`, its quotes).
 //!
 //! Every rewritten message carries its id in its marker (`[summary#3f9a0c21b7e4: …]`) and its
-//! originals go into `verbatim`, so [`uncompress`] restores the input byte for byte. Messages
+//! originals go into `verbatim`, so [`uncompress()`] restores the input byte for byte. Messages
 //! that are kept are returned as they came.
 //!
 //! 5. **Token budget** (`tokenBudget` / `targetRatio`, see `budget.rs`): every compressible

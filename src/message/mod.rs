@@ -12,7 +12,7 @@
 //!   tool_calls?, tool_call_id?, name?}`.
 //!
 //! The shape is detected per message ([`definite_format`]) and for a whole conversation
-//! ([`detect_format`]); [`validate`] checks a provider's rules.
+//! ([`detect_format`]); [`validate()`] checks a provider's rules.
 
 mod document;
 mod model;
