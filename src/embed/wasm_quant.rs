@@ -9,7 +9,7 @@
 //! broadcast from memory
 //! (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one broadcast
 //! live, within V8's 15 vector registers. The k-loop is its own function (`#[inline(never)]`)
-//! over scalar accumulators, and both panels advance 32 bytes per pair from one induction
+//! over scalar accumulators, and both panels advance per pair (16 and 32 bytes) from one induction
 //! variable: written with arrays of accumulators inside the tile's loops, V8's code for the
 //! same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19, Node 20, 512
 //! rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of the
@@ -94,7 +94,7 @@ unsafe fn half(w: *const u8, x: *const u32, n: usize) -> [v128; TILE] {
     let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
     let (mut c4, mut c5, mut c6, mut c7) = (z, z, z, z);
     for p in 0..n {
-        // SAFETY: both panels hold n × 8 values (see above).
+        // SAFETY: the panels hold n × 16 bytes and n × 8 values (see above).
         unsafe {
             let wb = v128_load(w.add(p * 2 * COLS) as *const v128);
             let w0 = i16x8_extend_low_i8x16(wb);
