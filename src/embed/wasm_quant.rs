@@ -10,8 +10,8 @@
 //! (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one broadcast
 //! live, within V8's 15 vector registers. The k-loop is its own function (`#[inline(never)]`)
 //! over scalar accumulators, and both panels advance per pair (16 and 32 bytes) from one
-//! induction variable: written with arrays of accumulators inside the tile's loops, V8's code for the
-//! same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19, Node 20, 512
+//! induction variable: written with arrays of accumulators inside the tile's loops, V8's code
+//! for the same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19, Node 20, 512
 //! rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of the
 //! result are stored as one vector (a variable-length copy was a `memcpy` call per row).
 //!
