@@ -1,19 +1,18 @@
 //! The integer weight matmul of `super::quant` in wasm, on `i32x4.dot_i16x8_s`.
 //!
 //! One instruction multiplies 8 pairs of 16-bit integers and adds each pair into one of 4 `i32`
-//! lanes: 8 multiply-adds, against 4 for an f32 multiply and add (wasm has no f32 FMA). A tile
-//! is 8 activation rows by one 8-column weight panel, computed as two 4 × 8 halves: per k pair,
-//! the panel's 16 bytes of int8 weights (`quant::Weights` is two bytes in wasm: half the
-//! memory of 16-bit weights, which did not stay in cache between calls) widened by
-//! `i16x8.extend_{low,high}_i8x16` into two 4-column vectors and, per row, the row's pair
-//! broadcast from memory
-//! (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one broadcast
-//! live, within V8's 15 vector registers. The k-loop is its own function (`#[inline(never)]`)
-//! over scalar accumulators, and both panels advance per pair (16 and 32 bytes) from one
-//! induction variable: written with arrays of accumulators inside the tile's loops, V8's code
-//! for the same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19, Node 20, 512
-//! rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of the
-//! result are stored as one vector (a variable-length copy was a `memcpy` call per row).
+//! lanes: 8 multiply-adds, against 4 for an f32 multiply and add (wasm has no f32 FMA). A tile is 8
+//! activation rows by one 8-column weight panel, computed as two 4 × 8 halves: per k pair, the
+//! panel's 16 bytes of int8 weights (`quant::Weights` is two bytes in wasm: half the memory of
+//! 16-bit weights, which did not stay in cache between calls) widened by
+//! `i16x8.extend_{low,high}_i8x16` into two 4-column vectors and, per row, the row's pair broadcast
+//! from memory (`v128.load32_splat`) into two dot products: 8 sums, two weight vectors and one
+//! broadcast live, within V8's 15 vector registers. The k-loop is its own function
+//! (`#[inline(never)]`) over scalar accumulators, and both panels advance per pair (16 and 32
+//! bytes) from one induction variable: written with arrays of accumulators inside the tile's loops,
+//! V8's code for the same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19,
+//! Node 20, 512 rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of
+//! the result are stored as one vector (a variable-length copy was a `memcpy` call per row).
 //!
 //! [`pack`] rounds the activations 8 at a time. Each row's largest magnitude is an integer
 //! `i32x4.max` over the bit patterns with the sign cleared: `f32x4.max`'s NaN rules cost V8
