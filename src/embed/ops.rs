@@ -261,8 +261,7 @@ impl EvalOp for NanTo {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let [x] = <[TValue; 1]>::try_from(inputs.into_vec())
-            .map_err(|_| format_err!("NanTo takes one input"))?;
+        let x = args_1!(inputs);
         let mut x = x.into_tensor();
         {
             let mut view = x.try_as_plain_ram_mut()?;
@@ -314,13 +313,29 @@ pub(crate) fn nan_guards(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (id, name, x, value) in found {
-        let mut patch = TypedModelPatch::default();
-        let tapped = patch.tap_model(model, x)?;
-        let wire = patch.wire_node(format!("{name}.nan_to"), NanTo { value }, &[tapped])?;
-        patch.shunt_outside(model, id.into(), wire[0])?;
-        patch.apply(model)?;
+        wire_in_place_of(model, id, format!("{name}.nan_to"), NanTo { value }, &[x])?;
     }
     Ok(count)
+}
+
+/// Puts `op`, named `name` and reading `inputs`, in place of node `id`'s first output (its
+/// readers read `op`'s instead); what only `id` read is left for the next compaction. Every
+/// rewrite of `src/embed/` goes through it.
+pub(crate) fn wire_in_place_of(
+    model: &mut TypedModel,
+    id: usize,
+    name: String,
+    op: impl Into<Box<dyn TypedOp>>,
+    inputs: &[OutletId],
+) -> TractResult<()> {
+    let mut patch = TypedModelPatch::default();
+    let tapped = inputs
+        .iter()
+        .map(|i| patch.tap_model(model, *i))
+        .collect::<TractResult<TVec<_>>>()?;
+    let wire = patch.wire_node(name, op, &tapped)?;
+    patch.shunt_outside(model, id.into(), wire[0])?;
+    patch.apply(model)
 }
 
 /// Rows [`MaskedSoftmax`] takes through its three steps at a time: ~16 KB of scores, so each
@@ -601,14 +616,7 @@ pub(crate) fn masked_softmaxes(model: &mut TypedModel, same: bool) -> TractResul
     }
     let count = found.len();
     for (id, name, inputs, op) in found {
-        let mut patch = TypedModelPatch::default();
-        let tapped = inputs
-            .iter()
-            .map(|i| patch.tap_model(model, *i))
-            .collect::<TractResult<TVec<_>>>()?;
-        let wire = patch.wire_node(format!("{name}.masked_softmax"), op, &tapped)?;
-        patch.shunt_outside(model, id.into(), wire[0])?;
-        patch.apply(model)?;
+        wire_in_place_of(model, id, format!("{name}.masked_softmax"), op, &inputs)?;
     }
     Ok(count)
 }

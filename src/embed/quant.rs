@@ -620,11 +620,7 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (last, name, x, op) in found {
-        let mut patch = TypedModelPatch::default();
-        let tapped = patch.tap_model(model, x)?;
-        let wire = patch.wire_node(format!("{name}.quant"), op, &[tapped])?;
-        patch.shunt_outside(model, last.into(), wire[0])?;
-        patch.apply(model)?;
+        super::ops::wire_in_place_of(model, last, format!("{name}.quant"), op, &[x])?;
     }
     if count > 0 {
         model.compact()?;

@@ -23,7 +23,7 @@
 //!
 //! The operators: the attention's row softmax ([`softmax_rows`]; tract's wasm routine, rows of
 //! any length, the last `len % 4` values padded with −∞), GELU's `erf` ([`erf`]), the layer
-//! norms' row sums ([`sum`]) and root-mean-square scaling ([`rms_norm`]), each as tract's wasm
+//! norms' row sums ([`sum_rows`]) and root-mean-square scaling ([`rms_norm_rows`]), each as tract's wasm
 //! kernel computes it, and the attention's two activation products ([`SameMatMul`]: every
 //! element a multiply then an add in `k` order, which any lane width computes alike).
 //! `super::model` puts them in, in both builds, when the model has the integer weight
@@ -821,11 +821,22 @@ fn erf_body(values: &mut [f32]) {
 }
 
 with_vex!(
-    /// The sum of a row: tract's wasm `wasm_sum_f32_32n` on the whole row (8 lane accumulators
-    /// over chunks of 32, added as a tree, then the lanes in order, then the last `len % 32`
-    /// values one by one).
-    pub(crate) fn sum(row: &[f32]) -> f32 => sum_body
+    /// The sum of each `len`-value row of `values` into `out` (one per row; nothing if `len` is
+    /// 0), each as tract's wasm `wasm_sum_f32_32n` sums a whole row (8 lane accumulators over
+    /// chunks of 32, added as a tree, then the lanes in order, then the last `len % 32` values
+    /// one by one). One CPU-feature check per tensor, not per row.
+    pub(crate) fn sum_rows(values: &[f32], len: usize, out: &mut [f32]) => sum_rows_body
 );
+
+#[inline(always)]
+fn sum_rows_body(values: &[f32], len: usize, out: &mut [f32]) {
+    if len == 0 {
+        return;
+    }
+    for (d, row) in out.iter_mut().zip(values.chunks_exact(len)) {
+        *d = sum_body(row);
+    }
+}
 
 #[inline(always)]
 fn sum_body(row: &[f32]) -> f32 {
@@ -849,12 +860,23 @@ fn sum_body(row: &[f32]) -> f32 {
 }
 
 with_vex!(
-    /// A row divided by the root of its mean square plus `eps`, in place: tract's wasm
-    /// `rms_norm_f32` (16 lane accumulators of `acc + v · v` over chunks of 64, added pairwise
-    /// as a tree, the lanes in order, the last `len % 64` squares one by one; then every value
-    /// times `1 / sqrt(sum / len + eps)`).
-    pub(crate) fn rms_norm(row: &mut [f32], eps: f32) => rms_norm_body
+    /// Each `len`-value row of `values` divided by the root of its mean square plus `eps`, in
+    /// place (nothing if `len` is 0), each as tract's wasm `rms_norm_f32` does a row (16 lane
+    /// accumulators of `acc + v · v` over chunks of 64, added pairwise as a tree, the lanes in
+    /// order, the last `len % 64` squares one by one; then every value times
+    /// `1 / sqrt(sum / len + eps)`). One CPU-feature check per tensor, not per row.
+    pub(crate) fn rms_norm_rows(values: &mut [f32], len: usize, eps: f32) => rms_norm_rows_body
 );
+
+#[inline(always)]
+fn rms_norm_rows_body(values: &mut [f32], len: usize, eps: f32) {
+    if len == 0 {
+        return;
+    }
+    values
+        .chunks_exact_mut(len)
+        .for_each(|row| rms_norm_body(row, eps));
+}
 
 #[inline(always)]
 fn rms_norm_body(row: &mut [f32], eps: f32) {
@@ -889,7 +911,7 @@ fn rms_norm_body(row: &mut [f32], eps: f32) {
     }
 }
 
-/// A digest of [`erf`], [`sum`], [`rms_norm`], [`softmax_rows`] (rows of any length) and
+/// A digest of [`erf`], [`sum_rows`], [`rms_norm_rows`], [`softmax_rows`] (rows of any length) and
 /// [`product_block`] on fixed rows (special values included), pinned like [`SOFTMAX_DIGEST`].
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) fn norms_digest() -> u64 {
@@ -908,9 +930,11 @@ pub(crate) fn norms_digest() -> u64 {
         let mut e = row.clone();
         erf(&mut e);
         e.into_iter().for_each(&mut mix);
-        mix(sum(&row));
+        let mut s = [0f32];
+        sum_rows(&row, len, &mut s);
+        mix(s[0]);
         let mut r = row.clone();
-        rms_norm(&mut r, 1e-12);
+        rms_norm_rows(&mut r, len, 1e-12);
         r.into_iter().for_each(&mut mix);
         let mut p = row.clone();
         softmax_rows(&mut p, len, -1.5);
@@ -943,9 +967,9 @@ pub(crate) const NORMS_DIGEST: u64 = 0xd57b_0a1f_7b18_f55d;
 pub(crate) enum SameOp {
     /// `Erf`, element-wise ([`erf`]).
     Erf,
-    /// `Reduce<Sum>` over the last axis, kept as an axis of 1 ([`sum`]).
+    /// `Reduce<Sum>` over the last axis, kept as an axis of 1 ([`sum_rows`]).
     Sum,
-    /// `RmsNorm` over the last axis ([`rms_norm`]).
+    /// `RmsNorm` over the last axis ([`rms_norm_rows`]).
     RmsNorm { eps: f32 },
     /// A plain `Softmax` over the last axis ([`softmax_rows`], NaN kept): the ones
     /// `super::ops::MaskedSoftmax` does not take, such as the native single-text plans', whose
@@ -973,8 +997,7 @@ impl EvalOp for SameOp {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let [x] = <[TValue; 1]>::try_from(inputs.into_vec())
-            .map_err(|_| format_err!("{} takes one input", self.name()))?;
+        let x = args_1!(inputs);
         let shape = x.shape().to_vec();
         let len = shape.last().copied().unwrap_or(1);
         match self {
@@ -984,9 +1007,7 @@ impl EvalOp for SameOp {
                     let mut view = x.try_as_plain_ram_mut()?;
                     let values = view.as_slice_mut::<f32>()?;
                     match self {
-                        SameOp::RmsNorm { eps } if len > 0 => {
-                            values.chunks_exact_mut(len).for_each(|r| rms_norm(r, *eps));
-                        }
+                        SameOp::RmsNorm { eps } => rms_norm_rows(values, len, *eps),
                         SameOp::Softmax if len > 0 => {
                             ensure!(softmax_rows(values, len, f32::NAN), "softmax rows");
                         }
@@ -1006,12 +1027,7 @@ impl EvalOp for SameOp {
                     let view = x.try_as_plain_ram()?;
                     let mut dst = out.try_as_plain_ram_mut()?;
                     let dst = dst.as_slice_mut::<f32>()?;
-                    if len > 0 {
-                        let rows = view.as_slice::<f32>()?.chunks_exact(len);
-                        for (d, row) in dst.iter_mut().zip(rows) {
-                            *d = sum(row);
-                        }
-                    }
+                    sum_rows(view.as_slice::<f32>()?, len, dst);
                 }
                 Ok(tvec!(out.into_tvalue()))
             }
@@ -1080,11 +1096,7 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (id, name, input, op) in found {
-        let mut patch = TypedModelPatch::default();
-        let tapped = patch.tap_model(model, input)?;
-        let wire = patch.wire_node(format!("{name}.same"), op, &[tapped])?;
-        patch.shunt_outside(model, id.into(), wire[0])?;
-        patch.apply(model)?;
+        super::ops::wire_in_place_of(model, id, format!("{name}.same"), op, &[input])?;
     }
     Ok(count)
 }
@@ -1317,8 +1329,7 @@ impl EvalOp for SameMatMul {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let [x, y] = <[TValue; 2]>::try_from(inputs.into_vec())
-            .map_err(|_| format_err!("SameMatMul takes two inputs"))?;
+        let (x, y) = args_2!(inputs);
         Ok(tvec!(self.product(&x, &y, true)?.into_tvalue()))
     }
 }
@@ -1429,14 +1440,8 @@ pub(crate) fn swap_in_products(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (id, name, inputs, product) in found {
-        let mut patch = TypedModelPatch::default();
-        let tapped = inputs
-            .iter()
-            .map(|i| patch.tap_model(model, *i))
-            .collect::<TractResult<TVec<_>>>()?;
-        let wire = patch.wire_node(format!("{name}.same"), SameMatMul { product }, &tapped)?;
-        patch.shunt_outside(model, id.into(), wire[0])?;
-        patch.apply(model)?;
+        let op = SameMatMul { product };
+        super::ops::wire_in_place_of(model, id, format!("{name}.same"), op, &inputs)?;
     }
     Ok(count)
 }
@@ -1596,9 +1601,11 @@ mod tests {
         }
         let row: Vec<f32> = (0..1000).map(|i| (i % 17) as f32 - 8.0).collect();
         let exact: f64 = row.iter().map(|v| f64::from(*v)).sum();
-        assert!((f64::from(sum(&row)) - exact).abs() < 1e-3);
+        let mut s = [0f32];
+        sum_rows(&row, row.len(), &mut s);
+        assert!((f64::from(s[0]) - exact).abs() < 1e-3);
         let mut r = row.clone();
-        rms_norm(&mut r, 0.0);
+        rms_norm_rows(&mut r, row.len(), 0.0);
         let ms: f64 = r.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / r.len() as f64;
         assert!((ms - 1.0).abs() < 1e-5, "{ms}");
     }
