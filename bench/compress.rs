@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use condense::compress::{compress, compress_json, CompressOptions};
+use condense::compress::{compress, compress_json, CompressContext, CompressOptions};
 use serde_json::Value;
 
 struct Task {
@@ -65,11 +65,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (config, tasks) in &configs {
             let t0 = Instant::now();
             for t in tasks {
-                std::hint::black_box(compress(&t.messages, &t.options)?);
+                std::hint::black_box(compress(&t.messages, &t.options, CompressContext::new())?);
             }
             let t1 = Instant::now();
             for t in tasks {
-                std::hint::black_box(compress_json(&t.text, &t.options)?);
+                std::hint::black_box(compress_json(&t.text, &t.options, CompressContext::new())?);
             }
             let t2 = Instant::now();
             if round > 0 {

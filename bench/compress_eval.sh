@@ -6,7 +6,8 @@
 #   bench/compress_eval.sh [config …]     configs: default budget budget-query (default: all three)
 #   env: EVAL_DIR (a writable copy of ../shared/eval, made and `npm ci`-ed if missing; /tmp/eval),
 #        CONDENSE (the binary; default $CARGO_TARGET_DIR/release/condense, built if missing),
-#        SETS (default: sharegpt_dev tool_sessions_dev_openai tool_sessions_dev_anthropic; a set
+#        SETS (default: sharegpt_dev tool_sessions_dev_openai tool_sessions_dev_anthropic;
+#        user_facts_dev is bench/data/user_facts/user_facts_dev.jsonl; a set
 #        named <set>_next is made from <set> by compress_next_turn.ts: the prefix before the last
 #        user turn, that turn as the query, and the keys its reply reuses from the old part as
 #        the metric's QA questions — where budget vs budget-query shows what a query adds),
@@ -34,6 +35,10 @@ mkdir -p "$EVAL_DIR/runs"
 cd "$EVAL_DIR"
 for set in $SETS; do
   data="$SHARED/data/conversations/$set.jsonl"
+  # The repository's own sets (bench/data/*/<set>.jsonl: user_facts_dev).
+  for own in "$ROOT"/bench/data/*/"$set.jsonl"; do
+    [ -f "$data" ] || [ ! -f "$own" ] || data=$own
+  done
   if [ ! -f "$data" ] && [ "${set%_next}" != "$set" ]; then
     mkdir -p "$EVAL_DIR/data"
     npx tsx compress_next_turn.ts "$SHARED/data/conversations/${set%_next}.jsonl" "$EVAL_DIR/data/$set.jsonl"

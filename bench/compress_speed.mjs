@@ -1,4 +1,5 @@
-// compress() speed over sharegpt_dev, side by side in one run (issue 5, DESIGN.md section 8):
+// compress() speed side by side in one run, on chats (sharegpt_dev) or agent tool sessions
+// (tool_sessions_dev_openai: every prefix before a tool call, as the metric's tasks):
 //
 //   condense/object   compress(messages, options)       the npm package (wasm) in Node
 //   condense/string   compressJson(text, options)       JSON text in and out
@@ -21,7 +22,7 @@
 //   git clone https://github.com/SimplyLiz/ContextCompressionEngine /tmp/cce
 //   (cd /tmp/cce && git checkout 1d7a8c3 && npm ci --ignore-scripts && npx tsc -p .)
 //
-//   node --expose-gc bench/compress_speed.mjs [--rounds N] [--no-native]
+//   node --expose-gc bench/compress_speed.mjs [--set sharegpt|tools] [--rounds N] [--no-native]
 //   (after scripts/build-pkg; npm ci in bench/ installs gpt-tokenizer, the budget's tokenizer;
 //   with --expose-gc each engine's block starts on a collected heap)
 import { execFileSync } from 'node:child_process';
@@ -33,13 +34,26 @@ import { compress, compressJson } from '../pkg/node.js';
 const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
 const rounds = Number(arg('--rounds', '7'));
 const here = (p) => new URL(p, import.meta.url).pathname;
-const devSet = here('../../shared/data/conversations/sharegpt_dev.jsonl');
-const source = existsSync(devSet) ? devSet : here('../tests/fixtures/sharegpt_sample.jsonl');
-const conversations = readFileSync(source, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).messages);
+const set = arg('--set', 'sharegpt');
+const files = {
+  sharegpt: ['sharegpt_dev.jsonl', 'sharegpt_sample.jsonl'],
+  tools: ['tool_sessions_dev_openai.jsonl', 'tool_sessions_openai_sample.jsonl'],
+};
+if (!files[set]) throw new Error(`--set: sharegpt or tools, not ${set}`);
+const devSet = here(`../../shared/data/conversations/${files[set][0]}`);
+const source = existsSync(devSet) ? devSet : here(`../tests/fixtures/${files[set][1]}`);
+const records = readFileSync(source, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+// Tool sessions: the whole session and every prefix that ends before a tool call (what an
+// agent compresses before each step); chats: the whole conversation.
+const conversations = set === 'tools'
+  ? records.flatMap((r) => [r.messages, ...r.messages.flatMap((m, i) => (i > 2 && m.role === 'assistant' && m.tool_calls ? [r.messages.slice(0, i)] : []))])
+  : records.map((r) => r.messages);
 
 // The metric's context tokens: every message's text (string content or text blocks), o200k.
-const textOf = (m) => (typeof m.content === 'string' ? m.content
-  : Array.isArray(m.content) ? m.content.map((b) => b?.text ?? '').join('\n') : '');
+const textOf = (m) => [
+  typeof m.content === 'string' ? m.content : Array.isArray(m.content) ? m.content.map((b) => b?.text ?? '').join('\n') : '',
+  ...(m.tool_calls ?? []).map((c) => `${c.function?.name ?? ''} ${c.function?.arguments ?? ''}`),
+].filter(Boolean).join('\n');
 const o200k = (msgs) => msgs.reduce((n, m) => n + countTokens(textOf(m)), 0);
 
 const configs = {
@@ -124,13 +138,15 @@ if (!process.argv.includes('--no-native')) {
 
 const fmt = (x) => (x === undefined ? '–' : x.toFixed(2));
 console.log(`${conversations.length} conversations from ${source}; ${rounds} rounds; node ${process.version}\n`);
-console.log('| config | engine | total ms (median) | p50 / p95 ms per conversation | vs CCE | vs condense/object |');
-console.log('|---|---|---|---|---|---|');
+console.log('| config | engine | total ms (median) | p50 / p95 ms per conversation | vs CCE | vs condense/object | budget / default |');
+console.log('|---|---|---|---|---|---|---|');
 for (const config of Object.keys(configs)) {
   const base = rows.find((r) => r.engine === 'cce/object' && r.config === config);
   const wasm = rows.find((r) => r.engine === 'condense/object' && r.config === config);
   for (const r of rows.filter((x) => x.config === config)) {
     const vs = base ? `${(base.totalMs / r.totalMs).toFixed(1)}×` : '–';
-    console.log(`| ${config} | ${r.engine} | ${fmt(r.totalMs)} | ${fmt(r.p50)} / ${fmt(r.p95)} | ${vs} | ${(wasm.totalMs / r.totalMs).toFixed(2)}× |`);
+    const dflt = rows.find((x) => x.engine === r.engine && x.config === 'default');
+    const cost = config === 'budget' && dflt ? `${(r.totalMs / dflt.totalMs).toFixed(2)}×` : '–';
+    console.log(`| ${config} | ${r.engine} | ${fmt(r.totalMs)} | ${fmt(r.p50)} / ${fmt(r.p95)} | ${vs} | ${(wasm.totalMs / r.totalMs).toFixed(2)}× | ${cost} |`);
   }
 }

@@ -53,7 +53,7 @@ const LONG_STRING = 256;
  * `JSON.stringify(messages)` in pieces: JSON text, then a long string's raw value, then JSON
  * text, and so on (`texts`, starting and ending with JSON text). In Node the core writes the
  * long strings as `JSON.stringify` would (it is several times faster than V8 11 at escaping
- * them; `compressPartsPieces`), so the joined result is the same text byte for byte. Plain
+ * them; the `compress` export), so the joined result is the same text byte for byte. Plain
  * objects and arrays are walked (to a depth of 6: message, content, block, …) and their long
  * string values split off; every other value is written by `JSON.stringify` itself (one with a
  * `toJSON`, or a BigInt, through a holder so its `toJSON` gets its key), so every rule of it —
@@ -216,9 +216,11 @@ export function wrap(glue, host) {
   // The exact token counter of each model embedder (tokenCounter: 'model'): the engine's.
   const modelCounters = new WeakMap();
   const defaultEmbedder = () => (lexical ??= glue.Embedder.lexical());
-  /** compressParts over the messages' JSON text, its long strings sent to wasm as UTF-16
-   * (piecesOf; host.writeUtf16), or over JSON.stringify's text when none is long. */
-  const compressPieces = (messages, options, embedder, useEmbedder, counter) => {
+  /** The messages' JSON text as the `compress` export takes it: `[input, units, bounds]` —
+   * the text itself, or (in Node, with long strings) the text written into wasm memory as
+   * UTF-16 pieces (piecesOf; host.writeUtf16) with their ends. */
+  const messagesInput = (messages) => {
+    if (host.writeUtf16 === undefined) return [stringifyMessages(messages), 0, undefined];
     let texts;
     try {
       texts = piecesOf(messages);
@@ -226,11 +228,9 @@ export function wrap(glue, host) {
       stringifyMessages(messages); // the same error as the plain path's
       throw e;
     }
-    if (texts === undefined) {
-      return glue.compressParts(stringifyMessages(messages), options, embedder, useEmbedder, counter);
-    }
+    if (texts === undefined) return [stringifyMessages(messages), 0, undefined];
     // No long string: the one piece is JSON.stringify(messages).
-    if (texts.length === 1) return glue.compressParts(texts[0], options, embedder, useEmbedder, counter);
+    if (texts.length === 1) return [texts[0], 0, undefined];
     const bounds = new Uint32Array(texts.length);
     let units = 0;
     for (let k = 0; k < texts.length; k++) {
@@ -243,7 +243,7 @@ export function wrap(glue, host) {
       host.writeUtf16(texts[k], buffer, offset);
       offset += 2 * texts[k].length;
     }
-    return glue.compressPartsPieces(units, bounds, options, embedder, useEmbedder, counter);
+    return [undefined, units, bounds];
   };
   /** Copies `text` into wasm memory as UTF-16 (host.writeUtf16): its length in code units. */
   const writeInput = (text) => {
@@ -266,33 +266,14 @@ export function wrap(glue, host) {
     return rest;
   };
   const hasEmbedder = (options) => options?.embedder !== undefined && options?.embedder !== null;
-  /** compress/compressJson with `options.cache` (the incremental cache): through compressCached. */
-  const cached = (input, options) => {
-    const { cache, ...rest } = withoutEmbedder(options);
-    return hasEmbedder(options)
-      ? glue.compressCachedWithEmbedder(input, rest, cache ?? null, embedderOf(options))
-      : glue.compressCached(input, rest, cache ?? null);
-  };
-  // The cache memoises the core's own work: a caller's counter or summarizer has no identity a
-  // cache key could hold, so they are refused together (rather than silently not cached).
-  const cacheOptions = (options) => {
-    for (const k of ['countTokens', 'summarizer']) {
-      if (options[k] !== undefined && options[k] !== null) throw optionsError('options.cache', `cannot be combined with options.${k}`);
-    }
-    if (options.tokenCounter === 'model') throw optionsError('options.cache', 'cannot be combined with tokenCounter "model"');
-    const { summarizerConcurrency, ...rest } = options;
-    return rest;
-  };
-  const hasCache = (options) => options !== null && typeof options === 'object' && !Array.isArray(options) && 'cache' in options;
-
   // The JS-only keys of compress options: functions and objects the core gets as arguments.
-  const COMPRESS_JS_KEYS = ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency'];
+  const COMPRESS_JS_KEYS = ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency', 'cache', 'cacheKey'];
 
-  /** Splits compress options into what the core reads as JSON and the call's context:
-   * `{options, embedder, useEmbedder, counter, summarizer, concurrency}`. */
+  /** Splits compress options into what the core reads as JSON and the call's context. Only
+   * the values' types are checked here; which combinations are allowed is the core's rule. */
   const compressContext = (options) => {
     if (options === undefined || options === null || typeof options !== 'object' || Array.isArray(options)) {
-      return { options: options ?? null, embedder: defaultEmbedder(), useEmbedder: false };
+      return { options: options ?? null, embedder: defaultEmbedder(), useEmbedder: false, withCache: false };
     }
     const rest = { ...options };
     for (const k of COMPRESS_JS_KEYS) delete rest[k];
@@ -303,18 +284,9 @@ export function wrap(glue, host) {
       throw optionsError('options.countTokens', 'expected a function (text) => number');
     }
     if (counter === null) counter = undefined;
-    if (rest.tokenCounter === 'model') {
-      if (counter !== undefined) {
-        throw optionsError('options.tokenCounter', '"model" and countTokens were both given: give one');
-      }
-      // A model loaded by loadEmbedder() counts in its own module (the core has no tokenizer).
-      const model = useEmbedder ? modelCounters.get(embedder) : undefined;
-      if (model === undefined) {
-        throw optionsError('options.tokenCounter', '"model" needs options.embedder from loadEmbedder() (the lexical embedder has no tokenizer)');
-      }
-      counter = model;
-      delete rest.tokenCounter;
-    }
+    // A model loaded by loadEmbedder() counts in its own module: its counter goes along for
+    // `tokenCounter: "model"` (the core decides whether that goes with the rest).
+    const modelCounter = useEmbedder ? modelCounters.get(embedder) : undefined;
     const summarizer = options.summarizer ?? undefined;
     if (summarizer !== undefined && typeof summarizer !== 'function') {
       throw optionsError('options.summarizer', 'expected a function (text, request) => Promise<string>');
@@ -323,15 +295,30 @@ export function wrap(glue, host) {
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw optionsError('options.summarizerConcurrency', 'expected an integer of at least 1');
     }
-    return { options: rest, embedder, useEmbedder, counter, summarizer, concurrency };
+    const cacheKey = options.cacheKey ?? undefined;
+    if (cacheKey !== undefined && (typeof cacheKey !== 'string' || cacheKey.length === 0)) {
+      throw optionsError('options.cacheKey', 'expected a non-empty string (a secret the cache is bound to)');
+    }
+    return {
+      options: rest, embedder, useEmbedder, counter, modelCounter, summarizer, concurrency,
+      withCache: 'cache' in options, cache: options.cache ?? null, cacheKey,
+    };
   };
 
-  /** Both phases of the summariser protocol (method abstractive / hybrid): the requests, the
-   * summaries awaited `concurrency` at a time (a failure keeps the deterministic summary and is
-   * counted), then the compression with `summaries`. `json` is the messages' JSON text. */
-  const compressWithSummarizer = async (json, ctx, finish) => {
-    const { options, embedder, useEmbedder, counter, summarizer, concurrency } = ctx;
-    const requests = guard(() => glue.compressSummaryRequests(json, options, embedder, useEmbedder, counter))();
+  /** One call of the core: `input` as messagesInput gives it, `parts` for a bare array's
+   * result as parts of the caller's objects. */
+  const callCompress = ([input, units, bounds], ctx, options, cache, parts) => glue.compress(
+    input, units, bounds, options, ctx.embedder, ctx.useEmbedder, ctx.counter, ctx.modelCounter,
+    ctx.withCache, cache, ctx.cacheKey, parts);
+
+  /** Both phases of the summariser protocol (method abstractive / hybrid): the core's requests,
+   * the summaries awaited `concurrency` at a time (a failure keeps the deterministic summary and
+   * is counted), then the compression with `summaries`. `makeInput()` gives the input as
+   * messagesInput does; `finish(result)` makes the caller's result of the core's. */
+  const compressWithSummarizer = async (makeInput, ctx, parts, finish) => {
+    const { options, summarizer, concurrency } = ctx;
+    const first = guard(() => callCompress(makeInput(), ctx, options, ctx.cache, parts))();
+    const requests = first.requests ?? [];
     const summaries = { ...(options?.summaries ?? {}) };
     const warnings = [];
     let failed = 0;
@@ -359,10 +346,42 @@ export function wrap(glue, host) {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, worker));
-    const out = guard(() => finish({ ...options, summaries }))();
+    // The input made again: in Node it is written into wasm memory, which other calls reuse.
+    const out = finish(guard(() => callCompress(makeInput(), ctx, { ...options, summaries }, first.cache ?? ctx.cache, parts))());
     const stats = out.stats;
     stats.summarizer = { accepted: 0, rejected: 0, ...(stats.summarizer ?? {}), requested: requests.length, failed };
     if (warnings.length > 0) stats.warnings = [...(stats.warnings ?? []), ...warnings];
+    return out;
+  };
+
+  /** compress's result assembled from the core's parts: untouched messages and the originals
+   * in `verbatim` are the caller's own objects (as applyWatermark's are); only new messages
+   * are parsed. */
+  const assemble = (messages, r) => {
+    const extra = r.cache !== undefined ? { cache: r.cache } : {};
+    if (r.json !== undefined) {
+      return { messages: JSON.parse(r.json), verbatim: JSON.parse(r.verbatim), stats: r.stats, trace: r.trace, ...extra };
+    }
+    const fresh = r.fresh.length > 2 ? JSON.parse(r.fresh) : [];
+    const out = new Array(r.keep.length);
+    for (let k = 0, f = 0; k < out.length; k++) {
+      const src = r.keep[k];
+      out[k] = src === 0xffffffff ? fresh[f++] : messages[src];
+    }
+    const verbatim = {};
+    for (let v = 0, k = 0; v < r.verbatimIds.length; v++) {
+      const n = r.verbatimIndex[k++];
+      const originals = new Array(n);
+      for (let j = 0; j < n; j++) originals[j] = messages[r.verbatimIndex[k++]];
+      verbatim[r.verbatimIds[v]] = originals;
+    }
+    return { messages: out, verbatim, stats: r.stats, trace: r.trace, ...extra };
+  };
+
+  /** compressJson's result. */
+  const written = (r) => {
+    const out = { json: r.json, verbatim: r.verbatim, stats: r.stats, trace: r.trace };
+    if (r.cache !== undefined) out.cache = r.cache;
     return out;
   };
 
@@ -523,55 +542,24 @@ export function wrap(glue, host) {
     validate: guard((messages, options) => glue.validate(messages, options ?? null)),
     // A Promise only when a summarizer is given (see index.d.ts).
     compress: guard((messages, options) => {
-      if (hasCache(options)) {
-        if (!Array.isArray(messages)) throw new CondenseError('invalid_input', 'messages', 'invalid_input at messages: expected an array of messages', 'expected an array of messages');
-        return cached(messages, cacheOptions(options));
-      }
+      if (!Array.isArray(messages)) throw new CondenseError('invalid_input', 'messages', 'invalid_input at messages: expected an array of messages', 'expected an array of messages');
       const ctx = compressContext(options);
-      const { embedder, useEmbedder, counter } = ctx;
       if (ctx.summarizer !== undefined) {
-        const json = stringifyMessages(messages);
-        return compressWithSummarizer(json, ctx,
-          (opts) => glue.compressWith(messages, opts, embedder, useEmbedder, counter));
+        return compressWithSummarizer(() => messagesInput(messages), ctx, true, (r) => assemble(messages, r));
       }
-      // The result is assembled here: untouched messages and the originals in `verbatim` are
-      // the caller's own objects (as applyWatermark's are), only new messages are parsed.
-      const r = host.writeUtf16 !== undefined
-        ? compressPieces(messages, ctx.options, embedder, useEmbedder, counter)
-        : glue.compressParts(stringifyMessages(messages), ctx.options, embedder, useEmbedder, counter);
-      if (r.json !== undefined) return { messages: JSON.parse(r.json), verbatim: JSON.parse(r.verbatim), stats: r.stats, trace: r.trace };
-      const fresh = r.fresh.length > 2 ? JSON.parse(r.fresh) : [];
-      const out = new Array(r.keep.length);
-      for (let k = 0, f = 0; k < out.length; k++) {
-        const src = r.keep[k];
-        out[k] = src === 0xffffffff ? fresh[f++] : messages[src];
-      }
-      const verbatim = {};
-      for (let v = 0, k = 0; v < r.verbatimIds.length; v++) {
-        const n = r.verbatimIndex[k++];
-        const originals = new Array(n);
-        for (let j = 0; j < n; j++) originals[j] = messages[r.verbatimIndex[k++]];
-        verbatim[r.verbatimIds[v]] = originals;
-      }
-      return { messages: out, verbatim, stats: r.stats, trace: r.trace };
+      return assemble(messages, callCompress(messagesInput(messages), ctx, ctx.options, ctx.cache, true));
     }),
     compressJson: guard((json, options) => {
       if (typeof json !== 'string') throw new CondenseError('invalid_input', 'json', 'expected JSON text', 'expected JSON text');
-      if (hasCache(options)) return cached(json, cacheOptions(options));
       const ctx = compressContext(options);
-      const { embedder, useEmbedder, counter } = ctx;
-      if (ctx.summarizer !== undefined) {
-        return compressWithSummarizer(json, ctx,
-          (opts) => glue.compressJsonWith(json, opts, embedder, useEmbedder, counter));
-      }
+      const input = () => [json, 0, undefined];
+      if (ctx.summarizer !== undefined) return compressWithSummarizer(input, ctx, false, written);
       // Written in wasm: assembling the text here from slices of `json` measured no faster.
-      if (!useEmbedder && counter === undefined) return glue.compressJson(json, ctx.options);
-      return glue.compressJsonWith(json, ctx.options, embedder, useEmbedder, counter);
+      return written(callCompress(input(), ctx, ctx.options, ctx.cache, false));
     }),
     uncompress: guard((messages, verbatim) => glue.uncompress(messages, verbatim ?? null)),
-    prepareContext: guard((chunks, options) => (hasEmbedder(options)
-      ? glue.prepareContextWithEmbedder(chunks, withoutEmbedder(options), embedderOf(options))
-      : glue.prepareContext(chunks, withoutEmbedder(options)))),
+    prepareContext: guard((chunks, options) => glue.prepareContext(
+      chunks, withoutEmbedder(options), embedderOf(options), hasEmbedder(options))),
     version: () => glue.version(),
   };
 }

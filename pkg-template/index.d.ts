@@ -234,8 +234,21 @@ export interface CompressOptions {
   embedder?: Embedder;
   /** Code fences are kept verbatim (the prose around them may be summarised). @default true */
   preserveCode?: boolean;
-  /** Keep every number of tool output (long numeric arrays are otherwise summarised). @default false */
+  /**
+   * Keep every number of tool output even where a lossy rendering is allowed (under a token
+   * budget, or with `lossyToolOutput`): arrays of 24+ numbers are otherwise summarised there by
+   * count, range, first and last values. The default pass keeps them all anyway. @default false
+   */
   preserveNumbers?: boolean;
+  /**
+   * Let the default pass summarise tool output lossily (numeric series, strings of 200+
+   * characters in JSON, line-structured output by its status lines and paths, plain output as
+   * prose with up to 24 key tokens). By default tool output keeps every value: JSON and Python
+   * literals are rendered without their syntax only, plain output keeps every key token
+   * (numbers, identifiers, paths, URLs), line-structured output stays as it is. A token budget
+   * may summarise lossily either way. @default false
+   */
+  lossyToolOutput?: boolean;
   /**
    * A token budget the result must meet (tokens of the messages' text in the call's counter:
    * the estimate, which errs high against o200k, unless `countTokens` or `tokenCounter` is given). Every compressible text is cut to the largest common share that
@@ -295,7 +308,8 @@ export interface CompressOptions {
    * encoder's `(t) => enc.encode(t).length`: budgets, `minTokens` and stats are then in its
    * tokens. Called synchronously, once per distinct text per call (memoised). A throw or a
    * result that is not a non-negative integer is a `CondenseError` (`invalid_options`,
-   * path `options.countTokens`). Not with `tokenCounter: "model"`. @default none
+   * path `options.countTokens`). Not with `tokenCounter: "model"` (`invalid_options` at
+   * `options.tokenCounter`). @default none
    */
   countTokens?: (text: string) => number;
   /**
@@ -331,11 +345,21 @@ export interface CompressOptions {
    * carries the updated cache as `result.cache`, and `stats.cacheHits` / `stats.cacheMisses`.
    * A cache of another version or engine, or edited (checksum), is ignored and rebuilt with a
    * warning in `stats.warnings`; one of the wrong shape throws `invalid_options` at its path
-   * (`options.cache.entries[3].value`). Not with `countTokens`, `tokenCounter: "model"` or a
-   * `summarizer` (their results have no identity a cache key could hold): `invalid_options`
-   * at `options.cache`. @default none (no cache)
+   * (`options.cache.entries[3].value`). Goes with every other option: with `countTokens`,
+   * prefix-stable blocks are not stored (a counter has no identity a key could hold), and a
+   * `summarizer`'s own summaries are never stored. A cache is trusted input: whoever can write
+   * it can put text into later summaries — keep it where only you write, or bind it to a
+   * secret with `cacheKey`. @default none (no cache)
    */
   cache?: CompressCache | string | null;
+  /**
+   * A secret the cache is bound to: its checksum becomes an HMAC-SHA256 under this key, and a
+   * cache whose MAC does not check out under it (forged, edited, written without the key or
+   * under another) is ignored and rebuilt with a warning in `stats.warnings`. Use it for a
+   * cache read back from shared storage. @default none (an unkeyed checksum that only catches
+   * accidents)
+   */
+  cacheKey?: string;
   /** The most entries the cache keeps; the least recently used go first (deterministic). @default 10000 */
   cacheLimit?: number;
   /**
@@ -404,7 +428,7 @@ export interface CompressCache {
   engine: string;
   /** How many calls have used it. */
   generation: number;
-  /** FNV-1a over the entries: an edited cache is rebuilt. */
+  /** FNV-1a over the entries (an edited cache is rebuilt), or with `cacheKey` `mac:` and an HMAC-SHA256 under the key (a forged one is). */
   checksum: string;
   /** The entries: a hash of what the value depends on, the value, and the call that last used it. */
   entries: { key: string; value: string; used: number }[];
@@ -444,7 +468,7 @@ export interface CompressStats {
   budget: number | null;
   /** Whether tokensAfter ≤ budget (null without a budget). */
   fits: boolean | null;
-  /** How far the budget loop escalated (0: the default pass was enough). */
+  /** How far the budget escalated (0: the default pass was enough; 1–6: the stages that keep less verbatim, in order; 7: truncation; 8: everything folded). */
   escalation: number;
   /** `method: "hierarchical"` under a budget: the level used (0: 50%, 1: 25%, 2: 12.5%); absent when the default pass was used or more than level 2 was needed. */
   level?: number;
@@ -478,14 +502,12 @@ export interface Decision {
 export interface CompressResult {
   /**
    * The compressed messages, in the input's shape. A message kept as it is is the caller's own
-   * object (not a copy), as in applyWatermark; new messages are new objects. (With
-   * `options.cache` or a `summarizer`, every message is a new object.)
+   * object (not a copy), as in applyWatermark; new messages are new objects.
    */
   messages: Message[];
   /**
    * The originals of every rewritten message, by the id in its marker: pass to uncompress.
-   * They are the caller's own message objects (not copies), except with `options.cache` or a
-   * `summarizer`.
+   * They are the caller's own message objects (not copies).
    */
   verbatim: Record<string, Message[]>;
   /** Counts. */
@@ -525,7 +547,10 @@ export function compressJson(json: string, options?: (CompressOptions & { summar
 
 /**
  * The original messages back from compress's output and its verbatim map (objects, or JSON text
- * for both, in which case JSON text is returned with the originals byte-identical).
+ * for both, in which case JSON text is returned with the originals byte-identical). A message
+ * is restored only where the marker id it carries checks out at its position (the id is a hash
+ * of its originals' position and text): a message that quotes a marker comes back unchanged,
+ * and messages appended after the compressed ones are kept.
  * @throws {CondenseError}
  */
 export function uncompress(messages: Message[], verbatim: Record<string, Message[]>): Message[];

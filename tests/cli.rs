@@ -224,3 +224,52 @@ fn compress_token_counter_flag() {
     );
     assert!(!out.status.success());
 }
+
+/// The context cases the CLI can express (a cache, the lexical embedder, options; not a
+/// caller's counter or a summariser) give the outcome `tests/compress_context_cases.json`
+/// says, as in Rust and in the npm package.
+#[test]
+fn compress_context_cases() {
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/compress_context_cases.json")).unwrap();
+    let messages = &fixture["messages"];
+    let dir = std::env::temp_dir().join(format!("condense-cli-cases-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ran = 0;
+    for case in fixture["cases"].as_array().unwrap() {
+        if case["counter"] == true || case["summarizer"] == true {
+            continue;
+        }
+        let name = case["name"].as_str().unwrap();
+        let line =
+            serde_json::json!({"id": name, "messages": messages, "options": case["options"]});
+        let cache = dir.join(format!("{ran}.json"));
+        let mut args = vec!["compress"];
+        if case["cache"] == true {
+            args.extend(["--cache", cache.to_str().unwrap()]);
+        }
+        if case["embedder"] == "lexical" {
+            args.push("--lexical");
+        }
+        let out = condense(&args, &line.to_string());
+        let got = lines(&out);
+        match &case["expect"] {
+            Value::String(ok) if ok == "ok" => {
+                assert!(out.status.success(), "{name}: {got:?}");
+                assert!(got[0]["messages"].is_array(), "{name}");
+                assert_eq!(
+                    got[0]["stats"]["cacheHits"].is_number(),
+                    case["cache"] == true,
+                    "{name}"
+                );
+            }
+            want => {
+                assert_eq!(got[0]["error"]["code"], want["code"], "{name}: {got:?}");
+                assert_eq!(got[0]["error"]["path"], want["path"], "{name}");
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= 6, "{ran}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,7 +1,9 @@
 //! compress at its boundary: laws on real conversations of both shapes, then behaviours.
 #![cfg(not(target_arch = "wasm32"))]
 
-use condense::compress::{compress, compress_json, uncompress, uncompress_json, CompressOptions};
+use condense::compress::{
+    compress, compress_json, uncompress, uncompress_json, CompressContext, CompressOptions,
+};
 use condense::message::{validate, ValidateOptions};
 use serde_json::{json, Value};
 
@@ -30,7 +32,7 @@ fn laws_on_real_conversations() {
     let opts = CompressOptions::default();
     let mut compressed_some = 0;
     for (id, messages) in records() {
-        let out = compress(&messages, &opts).unwrap();
+        let out = compress(&messages, &opts, CompressContext::new()).unwrap();
         // Round trip: uncompress restores the input exactly.
         assert_eq!(
             uncompress(&out.messages, &out.verbatim),
@@ -46,7 +48,7 @@ fn laws_on_real_conversations() {
         // Never larger; deterministic.
         assert!(out.stats.tokens_after <= out.stats.tokens_before, "{id}");
         assert_eq!(
-            compress(&messages, &opts).unwrap(),
+            compress(&messages, &opts, CompressContext::new()).unwrap(),
             out,
             "{id}: deterministic"
         );
@@ -59,14 +61,14 @@ fn laws_on_real_conversations() {
             "{id}"
         );
         // Idempotent on its own output.
-        let again = compress(&out.messages, &opts).unwrap();
+        let again = compress(&out.messages, &opts, CompressContext::new()).unwrap();
         assert_eq!(again.messages, out.messages, "{id}: not idempotent");
         if out.stats.tokens_after < out.stats.tokens_before {
             compressed_some += 1;
         }
         // The string path: the same decisions, and a byte-identical round trip.
         let text = serde_json::to_string(&messages).unwrap();
-        let j = compress_json(&text, &opts).unwrap();
+        let j = compress_json(&text, &opts, CompressContext::new()).unwrap();
         let back = uncompress_json(&j.json, &j.verbatim).unwrap();
         assert_eq!(back, text, "{id}: string round trip");
         assert_eq!(j.stats, out.stats);
@@ -97,6 +99,7 @@ fn dedup_keeps_the_newest_copy() {
             trace: true,
             ..Default::default()
         },
+        CompressContext::new(),
     )
     .unwrap();
     let first = out.messages[2]["content"].as_str().unwrap();
@@ -131,7 +134,7 @@ fn preserved_content_is_untouched() {
         preserve_patterns: vec![r"(?i)rollback\s+plan".into()],
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     assert_eq!(out.messages[0], messages[0], "system role");
     assert_eq!(out.messages[2], messages[2], "hard verbatim SQL");
     assert_eq!(out.messages[3], messages[3], "preserve pattern");
@@ -169,7 +172,19 @@ fn anthropic_blocks_are_compressed_one_by_one() {
         json!({"role": "assistant", "content": "ok"}),
         json!({"role": "user", "content": "end"}),
     ];
-    let out = compress(&messages, &CompressOptions::default()).unwrap();
+    // By default line-structured tool output is kept whole (every line is a value).
+    let out = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
+    assert_eq!(out.messages[2], messages[2]);
+    let lossy = CompressOptions {
+        lossy_tool_output: true,
+        ..CompressOptions::default()
+    };
+    let out = compress(&messages, &lossy, CompressContext::new()).unwrap();
     assert_eq!(
         out.messages[1]["content"][1], messages[1]["content"][1],
         "tool_use stays"
@@ -198,6 +213,7 @@ fn bad_options_are_typed_errors() {
     let e = compress_json(
         r#"[{"role": "user", "content": 5}]"#,
         &CompressOptions::default(),
+        CompressContext::new(),
     )
     .unwrap_err();
     assert_eq!(e.path(), "messages[0].content");
@@ -207,13 +223,18 @@ fn bad_options_are_typed_errors() {
 fn token_budget_is_met_and_reversible() {
     let mut fitted = 0;
     for (id, messages) in records() {
-        let free = compress(&messages, &CompressOptions::default()).unwrap();
+        let free = compress(
+            &messages,
+            &CompressOptions::default(),
+            CompressContext::new(),
+        )
+        .unwrap();
         let budget = free.stats.tokens_before / 4;
         let opts = CompressOptions {
             token_budget: Some(budget),
             ..Default::default()
         };
-        let out = compress(&messages, &opts).unwrap();
+        let out = compress(&messages, &opts, CompressContext::new()).unwrap();
         assert_eq!(out.stats.budget, Some(budget));
         let fits = out.stats.fits.unwrap();
         assert_eq!(
@@ -244,6 +265,7 @@ fn token_budget_is_met_and_reversible() {
                 target_ratio: Some(0.25),
                 ..Default::default()
             },
+            CompressContext::new(),
         )
         .unwrap();
         assert_eq!(rel.stats.budget, Some(free.stats.tokens_before / 4));
@@ -258,7 +280,7 @@ fn min_tokens_leaves_small_conversations_alone() {
         min_tokens: 1_000_000,
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     assert_eq!(out.messages, messages);
     assert!(out.verbatim.is_empty());
     let e = CompressOptions::from_json(r#"{"targetRatio": 1.5}"#).unwrap_err();
@@ -267,7 +289,6 @@ fn min_tokens_leaves_small_conversations_alone() {
 
 #[test]
 fn query_with_an_embedder_is_deterministic_and_reversible() {
-    use condense::compress::{compress_json_with, compress_with};
     use condense::embed::Embedder;
     let lexical = Embedder::lexical();
     let filler = "The weather was fine and everyone agreed the meeting went well overall. ";
@@ -290,19 +311,39 @@ fn query_with_an_embedder_is_deterministic_and_reversible() {
     };
     // Without a query the embedder changes nothing.
     assert_eq!(
-        compress_with(&messages, &plain, Some(&lexical)).unwrap(),
-        compress(&messages, &plain).unwrap()
+        compress(
+            &messages,
+            &plain,
+            CompressContext::new().with_embedder(Some(&lexical))
+        )
+        .unwrap(),
+        compress(&messages, &plain, CompressContext::new()).unwrap()
     );
     let opts = CompressOptions {
         query: Some("why was the payment rejected at checkout?".into()),
         ..plain
     };
-    let a = compress_with(&messages, &opts, Some(&lexical)).unwrap();
-    let b = compress_with(&messages, &opts, Some(&lexical)).unwrap();
+    let a = compress(
+        &messages,
+        &opts,
+        CompressContext::new().with_embedder(Some(&lexical)),
+    )
+    .unwrap();
+    let b = compress(
+        &messages,
+        &opts,
+        CompressContext::new().with_embedder(Some(&lexical)),
+    )
+    .unwrap();
     assert_eq!(a, b);
     assert_eq!(uncompress(&a.messages, &a.verbatim), messages);
     let text = serde_json::to_string(&messages).unwrap();
-    let j = compress_json_with(&text, &opts, Some(&lexical)).unwrap();
+    let j = compress_json(
+        &text,
+        &opts,
+        CompressContext::new().with_embedder(Some(&lexical)),
+    )
+    .unwrap();
     assert_eq!(j.stats, a.stats);
     assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
     let joined = serde_json::to_string(&a.messages).unwrap();
@@ -335,6 +376,7 @@ fn importance_scoring_keeps_important_messages_with_their_score() {
             trace: true,
             ..Default::default()
         },
+        CompressContext::new(),
     )
     .unwrap();
     assert_ne!(
@@ -346,7 +388,7 @@ fn importance_scoring_keeps_important_messages_with_their_score() {
         importance_scoring: true,
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     assert_eq!(out.messages[0], messages[0]);
     let t = trace_of(&out);
     assert!(
@@ -369,6 +411,7 @@ fn importance_scoring_keeps_important_messages_with_their_score() {
             importance_threshold: 1.0,
             ..opts.clone()
         },
+        CompressContext::new(),
     )
     .unwrap();
     assert_eq!(strict.messages, plain.messages);
@@ -388,7 +431,7 @@ fn a_correction_supersedes_the_earlier_statement() {
         contradiction_detection: true,
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     let first = out.messages[0]["content"].as_str().unwrap();
     assert!(first.starts_with("[summary#"), "{first}");
     assert!(
@@ -408,14 +451,19 @@ fn a_correction_supersedes_the_earlier_statement() {
     );
     assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
     // Off by default: an ordinary summary.
-    let plain = compress(&messages, &CompressOptions::default()).unwrap();
+    let plain = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
     assert!(!plain.messages[0]["content"]
         .as_str()
         .unwrap()
         .contains("superseded"));
     // The JSON path agrees.
     let text = serde_json::to_string(&messages).unwrap();
-    let j = compress_json(&text, &opts).unwrap();
+    let j = compress_json(&text, &opts, CompressContext::new()).unwrap();
     assert_eq!(j.stats, out.stats);
     assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
 }
@@ -429,7 +477,7 @@ fn preserve_quotes_keeps_quoted_passages_verbatim() {
         preserve_quotes: true,
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     let s = out.messages[0]["content"].as_str().unwrap();
     assert!(s.starts_with("[summary#"), "{s}");
     assert!(
@@ -448,14 +496,19 @@ fn min_confidence_rejects_lossy_summaries() {
     let text = "The nightly job rebuilt idx_orders_2024 and idx_users_v2, then vacuumed table audit_log_old. It also rotated cert_prod_7 and restarted worker_pool_3 on node-17, which took 42s. Afterwards report_q3_final.pdf was regenerated and mailed to ops@example.com by the scheduler.";
     let mut messages = vec![json!({"role": "user", "content": text})];
     messages.extend((1..6).map(filler));
-    let loose = compress(&messages, &CompressOptions::default()).unwrap();
+    let loose = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
     assert_ne!(loose.messages[0], messages[0]);
     let opts = CompressOptions {
         trace: true,
         min_confidence: 1.0,
         ..Default::default()
     };
-    let out = compress(&messages, &opts).unwrap();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
     let s = &out.messages[0];
     // Either the summary kept every key token, or the original stayed with the reason.
     let after = condense::compress::message_text(s);
@@ -516,16 +569,20 @@ fn tiny_budgets_keep_the_newest_tool_values() {
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": openai[2]["content"].clone()}, {"type": "text", "text": openai[3]["content"].clone()}]}),
     ];
     for messages in [openai, anthropic] {
-        let before = compress(&messages, &CompressOptions::default())
-            .unwrap()
-            .stats
-            .tokens_before;
+        let before = compress(
+            &messages,
+            &CompressOptions::default(),
+            CompressContext::new(),
+        )
+        .unwrap()
+        .stats
+        .tokens_before;
         for budget in [before / 4, before / 5] {
             let opts = CompressOptions {
                 token_budget: Some(budget),
                 ..Default::default()
             };
-            let out = compress(&messages, &opts).unwrap();
+            let out = compress(&messages, &opts, CompressContext::new()).unwrap();
             assert_eq!(out.stats.fits, Some(true), "budget {budget}");
             let text = out
                 .messages
@@ -561,12 +618,14 @@ fn a_query_orders_the_folded_keys_by_relevance() {
     ];
     let query = "How do the billing invoices get retried and refunded?";
     let kept = |query: Option<&str>| {
+        // A budget where the fold has room for the three keys of one message (the marker id, a
+        // hash, costs a few tokens more or less from one version to the next).
         let opts = CompressOptions {
-            token_budget: Some(50),
+            token_budget: Some(53),
             query: query.map(str::to_string),
             ..Default::default()
         };
-        let out = compress(&messages, &opts).unwrap();
+        let out = compress(&messages, &opts, CompressContext::new()).unwrap();
         assert_eq!(out.stats.fits, Some(true));
         assert!(out.stats.folded > 0, "{:?}", out.stats);
         assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
@@ -579,4 +638,98 @@ fn a_query_orders_the_folded_keys_by_relevance() {
     assert_eq!(kept(Some(query)), 3);
     // Without the query the newest folded messages' keys come first.
     assert!(kept(None) < 3);
+}
+
+/// A message quoting another message's marker is not restored in its place: `uncompress` gives
+/// back exactly the messages compress rewrote (by position and id), on both paths.
+#[test]
+fn uncompress_leaves_a_quoted_marker_alone() {
+    let long = |topic: &str| {
+        json!(format!(
+            "The {topic} job failed again last night after 30 seconds because parse_config \
+             returned an empty map for {topic}_settings. We retried it twice and looked at the \
+             logs under /var/log/{topic}.log, which showed the same timeout both times. It \
+             finally worked on the third attempt once the cache was warm."
+        ))
+    };
+    let mut messages = vec![
+        json!({"role": "user", "content": long("billing")}),
+        json!({"role": "assistant", "content": long("deploy")}),
+        json!({"role": "user", "content": "ok"}),
+        json!({"role": "assistant", "content": "noted"}),
+        json!({"role": "user", "content": "fine"}),
+        json!({"role": "assistant", "content": "done"}),
+    ];
+    let first = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
+    let marker = first.messages[0]["content"].as_str().unwrap().to_string();
+    assert!(marker.starts_with("[summary#"), "{marker}");
+    let head: String = marker.chars().take(18).collect();
+    messages[4]["content"] = json!(format!("You wrote {head} earlier"));
+    let out = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
+    // Message 0 is rewritten again with the same marker: the quote names a real id of this call.
+    assert!(
+        out.verbatim.keys().any(|id| head.contains(id.as_str())),
+        "{:?}",
+        out.verbatim.keys()
+    );
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+    let text = serde_json::to_string(&messages).unwrap();
+    let j = compress_json(&text, &CompressOptions::default(), CompressContext::new()).unwrap();
+    assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
+    // The whole marker as a message's content, too.
+    messages[4]["content"] = json!(marker);
+    let out = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap();
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+}
+
+/// Consecutive same-role summaries merge only when the messages agree in every field but
+/// `content`: two speakers' messages (different `name`s) stay apart, each with its own name.
+#[test]
+fn messages_of_different_names_are_not_merged() {
+    let prose = |i: usize| {
+        format!(
+            "Message {i} talks about the weather and general plans for the week ahead, nothing \
+             in particular, just chatting along for a while about lunch, the garden, the long \
+             walk on the weekend and how the neighbours are doing with their renovation."
+        )
+    };
+    let run = |names: [&str; 4]| {
+        let mut messages: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"role": "user", "name": n, "content": prose(i)}))
+            .collect();
+        messages.extend((4..10).map(filler));
+        messages
+    };
+    let options = CompressOptions::from_json(r#"{"targetRatio": 0.4}"#).unwrap();
+    let same = run(["ana", "ana", "ana", "ana"]);
+    let out = compress(&same, &options, CompressContext::new()).unwrap();
+    assert!(out.stats.merged > 0, "{:?}", out.stats);
+    assert_eq!(uncompress(&out.messages, &out.verbatim), same);
+
+    let two = run(["ana", "bo", "ana", "bo"]);
+    let out = compress(&two, &options, CompressContext::new()).unwrap();
+    assert_eq!(out.stats.merged, 0, "{:?}", out.stats);
+    let names: Vec<&str> = out.messages[..4]
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ana", "bo", "ana", "bo"]);
+    assert_eq!(uncompress(&out.messages, &out.verbatim), two);
 }

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use condense::compress::{compress, message_text, CompressOptions};
+use condense::compress::{compress, message_text, CompressContext, CompressOptions};
 use condense::text::{estimate_tokens, keys};
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ fn probes(file: &str, budget_share: Option<f64>) -> Option<(usize, usize, usize)
                 token_budget: budget_share.map(|s| (tokens as f64 * s).floor() as usize),
                 ..CompressOptions::default()
             };
-            let out = compress(prefix, &opts).unwrap();
+            let out = compress(prefix, &opts, CompressContext::new()).unwrap();
             let context = out
                 .messages
                 .iter()
@@ -141,7 +141,7 @@ fn a_query_keeps_more_of_what_the_next_turn_reuses() {
                 query: query.map(str::to_string),
                 ..CompressOptions::default()
             };
-            let out = compress(prefix, &opts).unwrap();
+            let out = compress(prefix, &opts, CompressContext::new()).unwrap();
             assert_eq!(out.stats.fits, Some(true));
             let context = out
                 .messages

@@ -6,9 +6,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 
 use condense::compress::{
-    compress, compress_in, compress_json_in, message_text, summary_requests_json, uncompress,
-    uncompress_json, CompressContext, CompressOptions, Method, Summarizer, SummaryRequest,
-    TokenCounter, TokenCounterKind,
+    compress, compress_json, message_text, uncompress, uncompress_json, CompressContext,
+    CompressOptions, Method, Summarizer, SummaryRequest, TokenCounter, TokenCounterKind,
 };
 use condense::embed::Embedder;
 use condense::{Error, ErrorKind};
@@ -71,7 +70,7 @@ fn a_callers_counter_counts_everything_and_each_text_once() {
             token_budget: Some(budget),
             ..CompressOptions::default()
         };
-        let out = compress_in(&messages, &opts, with_counter(&counter)).unwrap();
+        let out = compress(&messages, &opts, with_counter(&counter)).unwrap();
         // Stats and the budget are in the counter's units.
         assert_eq!(out.stats.tokens_before, before, "{id}");
         assert_eq!(out.stats.tokens_after, chars_of(&out.messages), "{id}");
@@ -105,7 +104,7 @@ fn min_tokens_and_target_ratio_use_the_counter() {
         min_tokens: chars,
         ..CompressOptions::default()
     };
-    let out = compress_in(&messages, &opts, with_counter(&counter)).unwrap();
+    let out = compress(&messages, &opts, with_counter(&counter)).unwrap();
     assert_eq!(out.messages, messages);
     // Under the estimator the same minTokens (far more than its count) changes nothing either,
     // but one less than the character count does compress with the counter.
@@ -113,14 +112,14 @@ fn min_tokens_and_target_ratio_use_the_counter() {
         min_tokens: chars - 1,
         ..opts
     };
-    let out = compress_in(&messages, &opts, with_counter(&counter)).unwrap();
+    let out = compress(&messages, &opts, with_counter(&counter)).unwrap();
     assert_ne!(out.messages, messages);
     let opts = CompressOptions {
         target_ratio: Some(0.5),
         min_tokens: 0,
         ..opts
     };
-    let out = compress_in(&messages, &opts, with_counter(&counter)).unwrap();
+    let out = compress(&messages, &opts, with_counter(&counter)).unwrap();
     assert_eq!(out.stats.budget, Some(chars / 2));
 }
 
@@ -141,7 +140,7 @@ fn a_counters_error_is_the_calls_error() {
         }
     }
     let (_, messages) = records().remove(0);
-    let e = compress_in(
+    let e = compress(
         &messages,
         &CompressOptions::default(),
         with_counter(&Broken),
@@ -157,7 +156,7 @@ fn the_model_counter_needs_a_tokenizer() {
     let (_, messages) = records().remove(0);
     let opts = CompressOptions::from_json(r#"{"tokenCounter":"model"}"#).unwrap();
     assert_eq!(opts.token_counter, TokenCounterKind::Model);
-    let e = compress(&messages, &opts).unwrap_err();
+    let e = compress(&messages, &opts, CompressContext::new()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidOptions);
     assert_eq!(e.path(), "options.tokenCounter");
     let lexical = Embedder::lexical();
@@ -165,11 +164,11 @@ fn the_model_counter_needs_a_tokenizer() {
         embedder: Some(&lexical),
         ..CompressContext::default()
     };
-    let e = compress_in(&messages, &opts, ctx).unwrap_err();
+    let e = compress(&messages, &opts, ctx).unwrap_err();
     assert_eq!(e.path(), "options.tokenCounter");
     // And not together with a caller's counter.
     let counter = Chars::default();
-    let e = compress_in(&messages, &opts, with_counter(&counter)).unwrap_err();
+    let e = compress(&messages, &opts, with_counter(&counter)).unwrap_err();
     assert_eq!(e.path(), "options.tokenCounter");
     let e = CompressOptions::from_json(r#"{"tokenCounter":"o200k"}"#).unwrap_err();
     assert_eq!(e.path(), "options.tokenCounter");
@@ -193,7 +192,7 @@ fn the_model_counter_counts_word_pieces() {
     assert_eq!(wp.count_pieces(""), 0);
     let (_, messages) = records().remove(0);
     let counter = ModelCounter(&wp);
-    let out = compress_in(
+    let out = compress(
         &messages,
         &CompressOptions::default(),
         with_counter(&counter),
@@ -209,20 +208,29 @@ fn the_model_counter_counts_word_pieces() {
 #[test]
 fn hierarchical_picks_the_shallowest_level_that_fits() {
     for (id, messages) in records() {
-        let base = compress(&messages, &CompressOptions::default()).unwrap();
+        let base = compress(
+            &messages,
+            &CompressOptions::default(),
+            CompressContext::new(),
+        )
+        .unwrap();
         let hier = CompressOptions {
             method: Method::Hierarchical,
             ..CompressOptions::default()
         };
         // Without a budget: the default pass.
-        assert_eq!(compress(&messages, &hier).unwrap(), base, "{id}");
+        assert_eq!(
+            compress(&messages, &hier, CompressContext::new()).unwrap(),
+            base,
+            "{id}"
+        );
         let mut last_level = 0;
         for ratio in [0.6, 0.4, 0.25, 0.15] {
             let opts = CompressOptions {
                 target_ratio: Some(ratio),
                 ..hier.clone()
             };
-            let out = compress(&messages, &opts).unwrap();
+            let out = compress(&messages, &opts, CompressContext::new()).unwrap();
             assert_eq!(
                 out.stats.fits,
                 Some(out.stats.tokens_after <= out.stats.budget.unwrap())
@@ -255,7 +263,10 @@ fn hierarchical_levels_are_the_seeds_fractions() {
         method: Method::Hierarchical,
         ..CompressOptions::default()
     };
-    let before = compress(&messages, &opts).unwrap().stats.tokens_before;
+    let before = compress(&messages, &opts, CompressContext::new())
+        .unwrap()
+        .stats
+        .tokens_before;
     let mut levels = Vec::new();
     for ratio in [0.7, 0.45, 0.2] {
         let out = compress(
@@ -264,6 +275,7 @@ fn hierarchical_levels_are_the_seeds_fractions() {
                 target_ratio: Some(ratio),
                 ..opts.clone()
             },
+            CompressContext::new(),
         )
         .unwrap();
         assert_eq!(out.stats.fits, Some(true));
@@ -290,13 +302,18 @@ impl Summarizer for Fake {
 #[test]
 fn abstractive_without_a_summarizer_is_extractive_with_a_warning() {
     for (id, messages) in records() {
-        let base = compress(&messages, &CompressOptions::default()).unwrap();
+        let base = compress(
+            &messages,
+            &CompressOptions::default(),
+            CompressContext::new(),
+        )
+        .unwrap();
         for method in [Method::Abstractive, Method::Hybrid] {
             let opts = CompressOptions {
                 method,
                 ..CompressOptions::default()
             };
-            let out = compress(&messages, &opts).unwrap();
+            let out = compress(&messages, &opts, CompressContext::new()).unwrap();
             assert_eq!(out.messages, base.messages, "{id}");
             assert_eq!(out.verbatim, base.verbatim, "{id}");
             assert_eq!(out.stats.warnings.len(), 1, "{id}");
@@ -321,16 +338,17 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                     summarizer: Some(&Fake),
                     ..CompressContext::default()
                 };
-                let out = compress_in(&messages, &opts, ctx).unwrap();
+                let out = compress(&messages, &opts, ctx).unwrap();
                 assert_eq!(uncompress(&out.messages, &out.verbatim), messages, "{id}");
                 assert!(out.stats.tokens_after <= out.stats.tokens_before);
                 let s = out.stats.summarizer.clone().unwrap();
-                let requests = summary_requests_json(
+                let requests = compress_json(
                     &serde_json::to_string(&messages).unwrap(),
                     &opts,
                     CompressContext::default(),
                 )
-                .unwrap();
+                .unwrap()
+                .requests;
                 assert_eq!(s.requested, requests.len(), "{id}");
                 let failing = requests.iter().filter(|r| r.text.len() % 4 == 3).count();
                 assert_eq!(s.failed, failing, "{id}");
@@ -375,8 +393,8 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                     ..opts.clone()
                 };
                 let json = serde_json::to_string(&messages).unwrap();
-                let a = compress_json_in(&json, &by_hand, CompressContext::default()).unwrap();
-                let b = compress_json_in(&json, &by_hand, CompressContext::default()).unwrap();
+                let a = compress_json(&json, &by_hand, CompressContext::default()).unwrap();
+                let b = compress_json(&json, &by_hand, CompressContext::default()).unwrap();
                 assert_eq!(a.json, b.json);
                 assert_eq!(
                     serde_json::from_str::<Vec<Value>>(&a.json).unwrap(),
@@ -385,7 +403,12 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                 );
                 assert_eq!(uncompress_json(&a.json, &a.verbatim).unwrap(), json);
                 // Idempotent on its own output.
-                let again = compress(&out.messages, &CompressOptions::default()).unwrap();
+                let again = compress(
+                    &out.messages,
+                    &CompressOptions::default(),
+                    CompressContext::new(),
+                )
+                .unwrap();
                 assert_eq!(again.messages, out.messages, "{id}");
             }
         }
@@ -398,7 +421,7 @@ fn hybrid_gives_the_extract_and_abstractive_the_original() {
     let (_, messages) = records().remove(0);
     let json = serde_json::to_string(&messages).unwrap();
     let req = |method| {
-        summary_requests_json(
+        compress_json(
             &json,
             &CompressOptions {
                 method,
@@ -407,6 +430,7 @@ fn hybrid_gives_the_extract_and_abstractive_the_original() {
             CompressContext::default(),
         )
         .unwrap()
+        .requests
     };
     let (a, h) = (req(Method::Abstractive), req(Method::Hybrid));
     assert!(!a.is_empty());
@@ -448,7 +472,7 @@ proptest! {
         };
         let s = Sized(lens);
         let ctx = CompressContext { summarizer: Some(&s), ..CompressContext::default() };
-        let out = compress_in(messages, &opts, ctx).unwrap();
+        let out = compress(messages, &opts, ctx).unwrap();
         prop_assert_eq!(&uncompress(&out.messages, &out.verbatim), messages);
         let tokens = |m: &Value| condense::text::estimate_tokens(&message_text(m));
         for m in &out.messages {
@@ -461,6 +485,82 @@ proptest! {
         prop_assert!(out.stats.tokens_after <= out.stats.tokens_before);
         if let (Some(b), Some(fits)) = (out.stats.budget, out.stats.fits) {
             prop_assert_eq!(fits, out.stats.tokens_after <= b);
+        }
+    }
+}
+
+/// A counter in words (the context cases' caller counter, the same in every host's test).
+struct Words;
+
+impl TokenCounter for Words {
+    fn count(&self, text: &str) -> Result<usize, Error> {
+        Ok(text.split_whitespace().count())
+    }
+}
+
+/// A summariser that keeps the first five words (the context cases' summariser).
+struct FirstWords;
+
+impl Summarizer for FirstWords {
+    fn summarize(&self, request: &SummaryRequest) -> Result<String, Error> {
+        Ok(request
+            .text
+            .split_whitespace()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join(" "))
+    }
+}
+
+/// Every combination of the context in `tests/fixtures/compress_context_cases.json` gives the
+/// outcome the fixture says (the CLI and the npm package run the same cases).
+#[test]
+fn context_combinations_are_decided_once() {
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/compress_context_cases.json")).unwrap();
+    let messages = fixture["messages"].as_array().unwrap().clone();
+    let lexical = Embedder::lexical();
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let opts = CompressOptions::from_value(&case["options"]);
+        let opts = match (opts, &case["expect"]) {
+            (Ok(o), _) => o,
+            (Err(e), Value::Object(want)) => {
+                assert_eq!(e.code(), want["code"], "{name}");
+                assert_eq!(e.path(), want["path"], "{name}");
+                continue;
+            }
+            (Err(e), _) => panic!("{name}: {e}"),
+        };
+        let mut cache = case["cache"]
+            .as_bool()
+            .unwrap_or(false)
+            .then(condense::compress::CompressCache::new);
+        let ctx = CompressContext {
+            embedder: (case["embedder"] == "lexical").then_some(&lexical),
+            counter: case["counter"]
+                .as_bool()
+                .unwrap_or(false)
+                .then_some(&Words as &dyn TokenCounter),
+            summarizer: case["summarizer"]
+                .as_bool()
+                .unwrap_or(false)
+                .then_some(&FirstWords as &dyn Summarizer),
+            cache: cache.as_mut(),
+            ..CompressContext::default()
+        };
+        match (compress(&messages, &opts, ctx), &case["expect"]) {
+            (Ok(out), Value::String(ok)) if ok == "ok" => {
+                assert_eq!(uncompress(&out.messages, &out.verbatim), messages, "{name}");
+                assert_eq!(out.stats.cache_hits.is_some(), cache.is_some(), "{name}");
+            }
+            (Err(e), Value::Object(want)) => {
+                assert_eq!(e.code(), want["code"], "{name}");
+                assert_eq!(e.path(), want["path"], "{name}");
+            }
+            (got, want) => panic!("{name}: got {got:?}, want {want}"),
         }
     }
 }

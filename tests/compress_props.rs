@@ -1,7 +1,9 @@
 //! Laws of compress over generated valid conversations in both providers' shapes.
 #![cfg(not(target_arch = "wasm32"))]
 
-use condense::compress::{compress, compress_json, uncompress, uncompress_json, CompressOptions};
+use condense::compress::{
+    compress, compress_json, uncompress, uncompress_json, CompressContext, CompressOptions,
+};
 use condense::message::{validate, Format, ValidateOptions};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -46,13 +48,13 @@ fn options() -> impl Strategy<Value = CompressOptions> {
 /// Importance scoring only adds verbatim messages: every message the default keeps stays
 /// kept, at any threshold (and at threshold 1.0 as well, where hardly anything scores).
 fn importance_only_keeps_more(input: Vec<Value>, threshold: f64) -> Result<(), TestCaseError> {
-    let plain = compress(&input, &CompressOptions::default()).unwrap();
+    let plain = compress(&input, &CompressOptions::default(), CompressContext::new()).unwrap();
     let opts = CompressOptions {
         importance_scoring: true,
         importance_threshold: threshold,
         ..CompressOptions::default()
     };
-    let scored = compress(&input, &opts).unwrap();
+    let scored = compress(&input, &opts, CompressContext::new()).unwrap();
     let kept = |out: &condense::compress::CompressOutput| -> Vec<Value> {
         out.messages
             .iter()
@@ -77,7 +79,7 @@ fn full_confidence_keeps_every_key(input: Vec<Value>) -> Result<(), TestCaseErro
         min_confidence: 1.0,
         ..CompressOptions::default()
     };
-    let out = compress(&input, &opts).unwrap();
+    let out = compress(&input, &opts, CompressContext::new()).unwrap();
     let text = |ms: &[Value]| {
         ms.iter()
             .map(condense::compress::message_text)
@@ -105,7 +107,7 @@ fn check_laws(
         format: Some(format),
     };
     prop_assume!(validate(&input, &vopts).unwrap().valid);
-    let out = compress(&input, &opts).unwrap();
+    let out = compress(&input, &opts, CompressContext::new()).unwrap();
 
     // Round trip, exact.
     prop_assert_eq!(&uncompress(&out.messages, &out.verbatim), &input);
@@ -118,7 +120,10 @@ fn check_laws(
         prop_assert_eq!(fits, out.stats.tokens_after <= budget);
     }
     // Deterministic.
-    prop_assert_eq!(&compress(&input, &opts).unwrap(), &out);
+    prop_assert_eq!(
+        &compress(&input, &opts, CompressContext::new()).unwrap(),
+        &out
+    );
     // The recency window and system messages come back untouched (without a budget).
     if opts.target_ratio.is_none() {
         let k = opts.recency_window.min(input.len());
@@ -132,19 +137,88 @@ fn check_laws(
             }
         }
         // Idempotent on its own output.
-        let again = compress(&out.messages, &opts).unwrap();
+        let again = compress(&out.messages, &opts, CompressContext::new()).unwrap();
         prop_assert_eq!(&again.messages, &out.messages);
     }
     // The JSON path: the same stats, a byte-identical round trip.
     let text = serde_json::to_string(&input).unwrap();
-    let j = compress_json(&text, &opts).unwrap();
+    let j = compress_json(&text, &opts, CompressContext::new()).unwrap();
     prop_assert_eq!(&j.stats, &out.stats);
     prop_assert_eq!(uncompress_json(&j.json, &j.verbatim).unwrap(), text);
     Ok(())
 }
 
+/// A message that quotes a marker — the whole marker text, or its first 18 characters inside
+/// a sentence — comes back unchanged: `uncompress` restores exactly the messages compress
+/// rewrote (the case: a quote of message 0's marker in message 4 restored message 0's
+/// original in its place).
+fn quoted_markers_come_back(
+    input: Vec<Value>,
+    opts: CompressOptions,
+    pick: usize,
+    whole: bool,
+) -> Result<(), TestCaseError> {
+    let first = compress(&input, &opts, CompressContext::new()).unwrap();
+    let markers: Vec<String> = first
+        .messages
+        .iter()
+        .map(condense::compress::message_text)
+        .filter_map(|t| {
+            let at = ["[summary#", "[dup#", "[truncated#", "[call#"]
+                .iter()
+                .filter_map(|p| t.find(p))
+                .min()?;
+            Some(t[at..].to_string())
+        })
+        .collect();
+    prop_assume!(!markers.is_empty());
+    let marker = &markers[pick % markers.len()];
+    let quote = if whole {
+        marker.clone()
+    } else {
+        let head: String = marker.chars().take(18).collect();
+        format!("You wrote {head} earlier")
+    };
+    let targets: Vec<usize> = (0..input.len())
+        .filter(|&i| input[i]["content"].is_string())
+        .collect();
+    prop_assume!(!targets.is_empty());
+    for &j in &targets {
+        let mut second = input.clone();
+        let content = second[j]["content"].as_str().unwrap_or("").to_string();
+        second[j]["content"] = Value::String(if whole {
+            quote.clone()
+        } else {
+            format!("{content} {quote}")
+        });
+        let out = compress(&second, &opts, CompressContext::new()).unwrap();
+        prop_assert_eq!(
+            &uncompress(&out.messages, &out.verbatim),
+            &second,
+            "quote in {}",
+            j
+        );
+        let text = serde_json::to_string(&second).unwrap();
+        let o = compress_json(&text, &opts, CompressContext::new()).unwrap();
+        prop_assert_eq!(uncompress_json(&o.json, &o.verbatim).unwrap(), text);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn quoted_markers_are_not_restored(
+        steps in proptest::collection::vec(step(), 2..12),
+        opts in options(),
+        pick in 0usize..8,
+        whole in any::<bool>(),
+        anthropic_shape in any::<bool>(),
+    ) {
+        let input = if anthropic_shape { anthropic(&steps) } else { openai(&steps) };
+        quoted_markers_come_back(input, opts, pick, whole)?;
+    }
 
     #[test]
     fn anthropic_laws(steps in proptest::collection::vec(step(), 0..12), opts in options()) {
@@ -189,14 +263,25 @@ fn generator_covers_the_pipeline() {
         let steps = strategy.new_tree(&mut runner).unwrap().current();
         for messages in [anthropic(&steps), openai(&steps)] {
             total += 1;
-            let out = compress(&messages, &CompressOptions::default()).unwrap();
+            let out = compress(
+                &messages,
+                &CompressOptions::default(),
+                CompressContext::new(),
+            )
+            .unwrap();
             compressed += usize::from(out.stats.tokens_after < out.stats.tokens_before);
             deduped += usize::from(out.stats.deduped > 0);
             let tight = CompressOptions {
                 target_ratio: Some(0.1),
                 ..CompressOptions::default()
             };
-            escalated += usize::from(compress(&messages, &tight).unwrap().stats.escalation > 0);
+            escalated += usize::from(
+                compress(&messages, &tight, CompressContext::new())
+                    .unwrap()
+                    .stats
+                    .escalation
+                    > 0,
+            );
         }
     }
     assert!(

@@ -9,7 +9,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use condense::compress::{
-    compress_json, compress_json_cached, prepare_context, uncompress_json, CompressCache,
+    compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
     CompressOptions, PrepareOptions,
 };
 use condense::message::{validate_json, ValidateOptions};
@@ -53,7 +53,12 @@ fn watermark_dev_sessions() {
 fn compress_round_trip() {
     for record in records(SHAREGPT) {
         let messages = serde_json::to_string(&record["messages"]).unwrap();
-        let out = compress_json(&messages, &CompressOptions::default()).expect("compress");
+        let out = compress_json(
+            &messages,
+            &CompressOptions::default(),
+            CompressContext::new(),
+        )
+        .expect("compress");
         assert!(out.stats.tokens_after <= out.stats.tokens_before);
         let back = uncompress_json(&out.json, &out.verbatim).expect("uncompress");
         assert_eq!(back, messages, "{}", record["id"]);
@@ -85,7 +90,7 @@ fn classification_stages() {
         r#"{"contradictionDetection": true, "preserveQuotes": true, "importanceScoring": true, "trace": true}"#,
     )
     .expect("options");
-    let out = compress_json(&messages, &options).expect("compress");
+    let out = compress_json(&messages, &options, CompressContext::new()).expect("compress");
     assert_eq!(out.stats.superseded, 1);
     let trace = out.trace.expect("trace");
     assert!(trace.iter().any(|d| d.index == 0
@@ -114,13 +119,20 @@ fn cache_and_prefix_stable_in_wasm() {
         let mut previous: Option<(Vec<Value>, usize)> = None;
         for k in 1..=all.len() {
             let json = serde_json::to_string(&all[..k]).unwrap();
-            let plain = compress_json(&json, &CompressOptions::default()).unwrap();
-            let cached =
-                compress_json_cached(&json, &CompressOptions::default(), None, &mut cache).unwrap();
+            let plain =
+                compress_json(&json, &CompressOptions::default(), CompressContext::new()).unwrap();
+            let cached = compress_json(
+                &json,
+                &CompressOptions::default(),
+                CompressContext::new()
+                    .with_embedder(None)
+                    .with_cache(&mut cache),
+            )
+            .unwrap();
             assert_eq!(cached.json, plain.json);
             assert_eq!(cached.verbatim, plain.verbatim);
             cache = CompressCache::from_json(&cache.to_json(), "cache").unwrap();
-            let out = compress_json(&json, &stable).unwrap();
+            let out = compress_json(&json, &stable, CompressContext::new()).unwrap();
             let msgs: Vec<Value> = serde_json::from_str(&out.json).unwrap();
             if let Some((before, n)) = &previous {
                 assert_eq!(&msgs[..*n], &before[..*n]);
@@ -329,9 +341,7 @@ mod minilm {
 /// round trip exact.
 #[wasm_bindgen_test]
 fn compress_with_a_js_counter_and_summaries() {
-    use condense::compress::{
-        compress_json_in, summary_requests_json, CompressContext, Method, TokenCounter,
-    };
+    use condense::compress::{compress_json, CompressContext, Method, TokenCounter};
     use wasm_bindgen::JsValue;
     struct Js(js_sys::Function);
     impl TokenCounter for Js {
@@ -341,10 +351,7 @@ fn compress_with_a_js_counter_and_summaries() {
         }
     }
     let counter = Js(js_sys::Function::new_with_args("t", "return [...t].length"));
-    let ctx = CompressContext {
-        counter: Some(&counter),
-        ..CompressContext::default()
-    };
+    let ctx = || CompressContext::new().with_counter(&counter);
     let mut accepted = 0;
     for record in records(SHAREGPT) {
         let messages = serde_json::to_string(&record["messages"]).unwrap();
@@ -359,7 +366,9 @@ fn compress_with_a_js_counter_and_summaries() {
             target_ratio: Some(0.3),
             ..CompressOptions::default()
         };
-        let requests = summary_requests_json(&messages, &opts, ctx).expect("requests");
+        let requests = compress_json(&messages, &opts, ctx())
+            .expect("requests")
+            .requests;
         let summaries = requests
             .iter()
             .map(|r| (r.id.clone(), format!("gist of message {}", r.index)))
@@ -368,7 +377,7 @@ fn compress_with_a_js_counter_and_summaries() {
             summaries: Some(summaries),
             ..opts
         };
-        let out = compress_json_in(&messages, &opts, ctx).expect("compress");
+        let out = compress_json(&messages, &opts, ctx()).expect("compress");
         assert_eq!(out.stats.tokens_before, chars);
         assert_eq!(
             out.stats.fits,

@@ -18,7 +18,7 @@ mod cli {
 
     use clap::{Parser, Subcommand, ValueEnum};
     use condense::compress::{
-        compress_json_cached, compress_json_with, prepare_context, uncompress_json, CompressCache,
+        compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
         CompressOptions, PrepareOptions,
     };
     use condense::embed::Embedder;
@@ -63,6 +63,9 @@ mod cli {
             token_counter: Option<String>,
             /// An incremental cache file shared by every line (read if it exists, written at
             /// the end). A line's own `cache` (JSON) is used instead, and returned as `cache`.
+            /// With `$CONDENSE_CACHE_KEY` set, caches are bound to that secret key (an
+            /// HMAC-SHA256 checksum: a cache written without it, or forged, is ignored and
+            /// rebuilt with a warning).
             #[arg(long, value_name = "FILE")]
             cache: Option<std::path::PathBuf>,
         },
@@ -202,6 +205,7 @@ mod cli {
                 cache,
             } => {
                 let model_counter = token_counter.as_deref() == Some("model");
+                let key = cache_key();
                 let shared = match &cache {
                     Some(path) if path.exists() => match std::fs::read_to_string(path)
                         .map_err(|e| {
@@ -211,12 +215,17 @@ mod cli {
                                 format!("{}: {e}", path.display()),
                             )
                         })
-                        .and_then(|t| CompressCache::from_json(&t, "--cache"))
-                    {
+                        .and_then(|t| match &key {
+                            Some(k) => CompressCache::from_json_keyed(&t, "--cache", k),
+                            None => CompressCache::from_json(&t, "--cache"),
+                        }) {
                         Ok(c) => Some(RefCell::new(c)),
                         Err(e) => return usage(&e),
                     },
-                    Some(_) => Some(RefCell::new(CompressCache::new())),
+                    Some(_) => Some(RefCell::new(match &key {
+                        Some(k) => CompressCache::with_key(k),
+                        None => CompressCache::new(),
+                    })),
                     None => None,
                 };
                 let embedder = if lexical || model_dir.is_some() || model_counter {
@@ -491,19 +500,25 @@ mod cli {
         let fail = |e: Error| (Some(id.clone()), e);
         let options = CompressOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;
-        let mut own = match &line.cache {
-            Some(v) => Some(CompressCache::from_value(v, "cache").map_err(fail)?),
-            None => None,
-        };
-        let start = std::time::Instant::now();
-        let out = match (&mut own, shared) {
-            (Some(c), _) => compress_json_cached(messages.get(), &options, embedder, c),
-            (None, Some(c)) => {
-                compress_json_cached(messages.get(), &options, embedder, &mut c.borrow_mut())
+        let key = cache_key();
+        let mut own = match (&line.cache, &key) {
+            (Some(v), Some(k)) => {
+                Some(CompressCache::from_value_keyed(v, "cache", k).map_err(fail)?)
             }
-            (None, None) => compress_json_with(messages.get(), &options, embedder),
-        }
-        .map_err(fail)?;
+            (Some(v), None) => Some(CompressCache::from_value(v, "cache").map_err(fail)?),
+            (None, _) => None,
+        };
+        let mut shared = shared.map(RefCell::borrow_mut);
+        let cache = match (&mut own, &mut shared) {
+            (Some(c), _) => Some(c),
+            (None, Some(c)) => Some(&mut **c),
+            (None, None) => None,
+        };
+        let ctx = CompressContext::new()
+            .with_embedder(embedder)
+            .with_cache(cache);
+        let start = std::time::Instant::now();
+        let out = compress_json(messages.get(), &options, ctx).map_err(fail)?;
         let ms = start.elapsed().as_secs_f64() * 1000.0;
         let key = if line.task_id.is_some() {
             "task_id"
@@ -527,6 +542,14 @@ mod cli {
             out.verbatim,
             to_json(&out.stats),
         ))
+    }
+
+    /// The secret key caches are bound to: `$CONDENSE_CACHE_KEY`, when set and not empty.
+    fn cache_key() -> Option<Vec<u8>> {
+        std::env::var("CONDENSE_CACHE_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(String::into_bytes)
     }
 
     fn prepare(

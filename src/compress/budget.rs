@@ -1,423 +1,73 @@
-//! The token budget loop: escalating passes of the pipeline until the budget is met.
+//! The token budget (`tokenBudget` / `targetRatio`): choose how hard to compress, then render
+//! once.
+//!
+//! Every candidate plan is measured, not rendered: [`render::total`] sums what each message
+//! costs in the candidate's form, and each message's form is computed once per call (its
+//! sentences scored once, its JSON parsed once, its renderings kept), so trying a candidate
+//! costs a pass over per-message numbers. Only the chosen plan is rendered.
+//!
+//! The choice, in order:
+//! 1. The default pass fits: when the input itself does not, the budget is used rather than
+//!    left empty — the largest fill share (every compressible text summarised to the same share
+//!    of its size, key tokens listed within it) that fits and keeps more than the default pass.
+//! 2. Otherwise stages that keep less verbatim in turn — a recency window of 2, then 1, then
+//!    condensed tool-call arguments, then 0, then the oldest messages folded into one summary
+//!    (recency window 1, then 0) — each with the largest fill share that fits (found by
+//!    bisection over a fixed ladder of shares). In fold stages the fewest folded messages that
+//!    let the smallest share fit, and the folded summary gets what the newer messages leave.
+//!    Without tool output the first stage that fits is the result; with tool output every
+//!    stage's plan and the fold of everything compete, and the one keeping the most
+//!    tool-output values wins (a value of the newest output counts 1, of the one before ½, …;
+//!    ties go to the earlier stage).
+//! 3. Last: the oldest messages' texts cut to a preview, as few as needed; and if even that
+//!    does not fit, every message but the preserved-role ones folded.
+//!
+//! With `method: "hierarchical"` the share is not searched: it is the first of the levels
+//! 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn.
+//!
+//! The estimator errs low by up to ~1.5% on output dense with ids and codes and ~2.5% on a list
+//! of made-up CamelCase names (measured against o200k, `bench/compress_fits.ts`): with it the
+//! budget aims 1/32 under the stated budget (nothing under 32 tokens), so that what it says
+//! fits does. `stats.budget` and `stats.fits` are against the stated budget.
 
-use serde_json::value::RawValue;
+use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::counter::Tokens;
+use super::env::Env;
+use super::fate::Rung;
 use super::method::{Method, LEVELS};
-use super::summarize::Level;
-use super::summarize::Query;
-use super::{CompressOptions, Plan};
-use crate::error::Error;
+use super::options::CompressOptions;
+use super::output::Plan;
+use super::parse::{message_text, tool_outputs};
+use super::render::{self, Shape};
+use super::values;
 
-/// How hard one pass of the pipeline compresses (the budget loop escalates it).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Tuning {
-    pub(super) level: Level,
-    pub(super) recency_window: usize,
-    /// JSON tool output as a lossy field summary instead of the lossless rendering.
-    pub(super) lossy_json: bool,
-    pub(super) fuzzy: bool,
-    /// Truncate this many of the oldest compressible texts to a short preview.
-    pub(super) truncate_oldest: usize,
-    /// Messages before this index are summarised at `older_level` (the budget loop's
-    /// refinement: the oldest messages go one level deeper first).
-    pub(super) older_than: usize,
-    pub(super) older_level: Level,
-    /// Condense the arguments of tool calls outside the recency window.
-    pub(super) condense_calls: bool,
-    /// Fold up to this many of the oldest messages into one summary message.
-    pub(super) fold: usize,
-    /// The folded summary's size in characters (else the level's share of the folded text).
-    pub(super) fold_chars: Option<usize>,
-    /// The index of the first message in the whole conversation (prefix-stable mode plans one
-    /// block at a time): names (`msg_12`) and trace indexes are global.
-    pub(super) offset: usize,
-    /// Whether `importanceScoring` may keep messages verbatim (the default pass, not the
-    /// budget's escalation stages).
-    pub(super) importance: bool,
-}
-
-impl Tuning {
-    pub(super) fn base(options: &CompressOptions) -> Tuning {
-        Tuning {
-            level: Level::DEFAULT,
-            recency_window: options.recency_window,
-            lossy_json: false,
-            fuzzy: options.fuzzy_dedup,
-            truncate_oldest: 0,
-            older_than: 0,
-            older_level: Level::DEFAULT,
-            condense_calls: false,
-            fold: 0,
-            fold_chars: None,
-            offset: 0,
-            importance: true,
-        }
-    }
-}
-
-/// Runs the pipeline, escalating until the token budget (if any) is met. When the default pass
-/// does not fit, every compressible text is summarised to the same share of its size (the
-/// fill ratio, found by bisection: the largest that fits, so the budget is used rather than
-/// overshot), with its key tokens listed within that share; the stages keep less verbatim in
-/// turn: a recency window of 2, then 1, then condensed tool-call arguments, then 0, then the
-/// oldest messages folded into one summary message. Last, the oldest compressible texts left
-/// are truncated to a preview, as few as needed, and if even that does not fit, every message
-/// but the preserved-role ones is folded. In fold stages the folded summary then gets what the
-/// newer messages leave (its tool-output values first). When the conversation has tool output,
-/// the first fitting stage is not the end: every stage's fitting plan and the fold of
-/// everything compete, and the one keeping the most tool-output values wins (a value of the
-/// newest output counts 1, of the one before ½, …; ties go to the earlier stage).
-///
-/// With `method: "hierarchical"` the fill ratio is not searched: it is the first of the levels
-/// 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn, and a stage is entered only
-/// when its level 12.5% can fit.
-pub(super) fn run(
-    raws: &[&RawValue],
-    options: &CompressOptions,
-    query: &Query,
-    tok: &Tokens<'_>,
-) -> Result<Plan, Error> {
-    // Every pass plans the same messages: parsed once, token counts kept.
-    let parsed = super::Parsed::new(raws)?;
-    let plan = |tuning: Tuning| super::plan_parsed(raws, &parsed, options, tuning, query, tok);
-    let hierarchical = options.method == Method::Hierarchical;
-    let min_ratio = if hierarchical {
-        LEVELS[LEVELS.len() - 1]
-    } else {
-        MIN_RATIO
-    };
-    let base = Tuning::base(options);
-    let first = plan(base)?;
-    let before = first.stats.tokens_before;
-    if before <= options.min_tokens {
-        return plan(Tuning {
-            level: Level::NONE,
-            ..base
-        })
-        .map(|mut p| {
-            p.stats.fits = budget(options, before).map(|b| p.stats.tokens_after <= b);
-            p
-        });
-    }
-    let Some(stated) = budget(options, before) else {
-        return Ok(first);
-    };
-    // The estimator errs low by up to ~1.5% on output dense with ids and codes and ~2.5% on a
-    // list of made-up CamelCase names (measured against o200k, `bench/compress_fits.ts`): with
-    // it the loop keeps 1/32 of the budget in reserve (nothing under 32 tokens), so that what it
-    // says fits does. `stats.budget` and `stats.fits` are against the stated budget.
-    let budget = target(stated, tok);
-    // Stages, each searched over the fill ratio: what stays verbatim shrinks from stage to
-    // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
-    // messages folded, with a recency window of 1, then 0).
-    let rw = base.recency_window;
-    let stages = [
-        (rw.min(2), false, false),
-        (rw.min(1), false, false),
-        (rw.min(1), true, false),
-        (0, true, false),
-        (rw.min(1), true, true),
-        (0, true, true),
-    ];
-    let at = |recency_window: usize, condense_calls: bool, fold: usize, ratio: f64| Tuning {
-        level: Level::filling(ratio),
-        recency_window,
-        lossy_json: true,
-        fuzzy: true,
-        condense_calls,
-        fold,
-        importance: false,
-        ..base
-    };
-    if first.stats.tokens_after <= budget {
-        // The default pass fits: when the input itself does not, use the budget rather than
-        // leave it empty — the same recency window, the largest fill ratio that fits (if that
-        // keeps more than the default pass).
-        let mut best = first;
-        if before > budget && hierarchical {
-            for (k, &ratio) in LEVELS.iter().enumerate() {
-                let mut p = plan(at(rw, false, 0, ratio))?;
-                if p.stats.tokens_after <= budget {
-                    if p.stats.tokens_after > best.stats.tokens_after {
-                        p.stats.level = Some(k as u8);
-                        best = p;
-                    }
-                    break;
-                }
-            }
-        } else if before > budget {
-            let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
-            for _ in 0..SEARCH_STEPS {
-                let mid = (lo + hi) / 2.0;
-                let p = plan(Tuning {
-                    importance: true,
-                    ..at(rw, false, 0, mid.exp())
-                })?;
-                if p.stats.tokens_after <= budget {
-                    lo = mid;
-                    if p.stats.tokens_after > best.stats.tokens_after {
-                        best = p;
-                    }
-                } else {
-                    hi = mid;
-                }
-            }
-        }
-        best.stats.fits = Some(best.stats.tokens_after <= stated);
-        best.stats.budget = Some(stated);
-        return Ok(best);
-    }
-    let fitting = |p: Plan, stage: usize| -> Plan {
-        let mut p = p;
-        p.stats.escalation = stage;
-        p.stats.fits = Some(true);
-        p.stats.budget = Some(stated);
-        p
-    };
-    // With tool output in the conversation, every stage's fitting plan (and every message
-    // folded) is a candidate, and the one that keeps the most of the tool outputs' values
-    // (newest output first) wins: the first stage that fits may have spent the budget on
-    // markers and prose. Without tool output the first fitting stage is the result.
-    // The first pass succeeded, so the values parsed.
-    let weights = tool_value_weights(parsed.values.as_deref().unwrap_or(&[]));
-    let total_weight: f64 = weights.iter().map(|(_, w)| w).sum();
-    let mut candidates: Vec<(f64, Plan)> = Vec::new();
-    for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
-        let stage = stage + 1;
-        // The fewest folded messages that let the smallest ratio fit.
-        let mut fold = 0;
-        let mut best = plan(at(recency_window, condense_calls, 0, min_ratio))?;
-        if best.stats.tokens_after > budget {
-            if !may_fold {
-                continue;
-            }
-            let most = plan(at(recency_window, condense_calls, raws.len(), min_ratio))?;
-            if most.stats.tokens_after > budget {
-                continue;
-            }
-            best = most;
-            let (mut lo, mut hi) = (0, raws.len());
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let p = plan(at(recency_window, condense_calls, mid, min_ratio))?;
-                if p.stats.tokens_after <= budget {
-                    hi = mid;
-                    best = p;
-                } else {
-                    lo = mid;
-                }
-            }
-            fold = hi;
-        }
-        if hierarchical {
-            // The shallowest level that fits (the deepest one does: `best`).
-            best.stats.level = Some((LEVELS.len() - 1) as u8);
-            for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
-                let mut p = plan(at(recency_window, condense_calls, fold, ratio))?;
-                if p.stats.tokens_after <= budget {
-                    p.stats.level = Some(k as u8);
-                    best = p;
-                    break;
-                }
-            }
-            return Ok(fitting(best, stage));
-        }
-        // The largest ratio that fits: bisection in log space (fitting is close to monotone
-        // in the ratio; only fitting plans are kept).
-        let (mut lo, mut hi) = (MIN_RATIO.ln(), 0.0f64);
-        let mut ratio = MIN_RATIO;
-        for _ in 0..SEARCH_STEPS {
-            let mid = (lo + hi) / 2.0;
-            let p = plan(at(recency_window, condense_calls, fold, mid.exp()))?;
-            if p.stats.tokens_after <= budget {
-                lo = mid;
-                ratio = mid.exp();
-                best = p;
-            } else {
-                hi = mid;
-            }
-        }
-        if fold > 0 {
-            // What the newer messages leave goes to the folded summary's values and keys.
-            let with_chars = |chars: usize| Tuning {
-                fold_chars: Some(chars),
-                ..at(recency_window, condense_calls, fold, ratio)
-            };
-            let (mut lo, mut hi) = (0, budget * 8 + 1);
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let p = plan(with_chars(mid))?;
-                if p.stats.tokens_after <= budget {
-                    lo = mid;
-                    if p.stats.tokens_after >= best.stats.tokens_after {
-                        best = p;
-                    }
-                } else {
-                    hi = mid;
-                }
-            }
-        }
-        if weights.is_empty() {
-            return Ok(fitting(best, stage));
-        }
-        // A plan that keeps every tool-output value cannot be beaten: stop there.
-        let u = utility(&best, raws, &weights)?;
-        candidates.push((u, fitting(best, stage)));
-        if u >= total_weight {
-            break;
-        }
-    }
-    if !candidates.is_empty() {
-        let deepest = at(0, true, raws.len(), MIN_RATIO);
-        let mut best: Option<(f64, Plan)> = None;
-        for (u, p) in candidates {
-            if best.as_ref().is_none_or(|(b, _)| u > *b) {
-                best = Some((u, p));
-            }
-        }
-        let incomplete = best.as_ref().is_none_or(|(u, _)| *u < total_weight);
-        let all = if incomplete {
-            fold_all(&plan, deepest, budget)?
-        } else {
-            None
-        };
-        if let Some(all) = all {
-            let mut all = all;
-            all.stats.escalation = stages.len() + 2;
-            let all = fitting(all, stages.len() + 2);
-            let u = utility(&all, raws, &weights)?;
-            if best.as_ref().is_none_or(|(b, _)| u > *b) {
-                best = Some((u, all));
-            }
-        }
-        if let Some((_, p)) = best {
-            return Ok(p);
-        }
-    }
-    // Last resort: on top of the deepest stage, the oldest compressible texts left (code kept
-    // by the summaries, the newest message) cut to a preview, as few as needed.
-    let deepest = at(0, true, raws.len(), MIN_RATIO);
-    let truncating = |k: usize| Tuning {
-        truncate_oldest: k,
-        ..deepest
-    };
-    let mut best = plan(deepest)?;
-    let mut k = 1;
-    let mut prev = 0;
-    let mut found = None;
-    while k <= raws.len() * 4 {
-        let p = plan(truncating(k))?;
-        let fits = p.stats.tokens_after <= budget;
-        best = p;
-        if fits {
-            found = Some((prev, k));
-            break;
-        }
-        prev = k;
-        k *= 2;
-    }
-    if let Some((mut lo, mut hi)) = found {
-        // Invariant: truncating `hi` fits; find the smallest.
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            let p = plan(truncating(mid))?;
-            if p.stats.tokens_after <= budget {
-                hi = mid;
-                best = p;
-            } else {
-                lo = mid;
-            }
-        }
-    }
-    best.stats.escalation = stages.len() + 1;
-    if best.stats.tokens_after > budget {
-        // Nothing else left: every message but the preserved-role ones folded into one.
-        // Its key tokens (newest message first) fill what the budget leaves.
-        let all = plan(Tuning {
-            fold: usize::MAX,
-            fold_chars: Some(0),
-            ..deepest
-        })?;
-        if all.stats.tokens_after < best.stats.tokens_after {
-            best = fold_all(&plan, deepest, budget)?.unwrap_or(all);
-            best.stats.escalation = stages.len() + 2;
-        }
-    }
-    best.stats.fits = Some(best.stats.tokens_after <= stated);
-    best.stats.budget = Some(stated);
-    Ok(best)
-}
-
-/// Every message but the preserved-role ones folded into one, its values and key tokens
-/// (newest first) filling what the budget leaves: the largest such plan that fits, if any.
-fn fold_all(
-    plan: &dyn Fn(Tuning) -> Result<Plan, Error>,
-    deepest: Tuning,
-    budget: usize,
-) -> Result<Option<Plan>, Error> {
-    let with = |chars: usize| Tuning {
-        fold: usize::MAX,
-        fold_chars: Some(chars),
-        ..deepest
-    };
-    let first = plan(with(0))?;
-    if first.stats.tokens_after > budget {
-        return Ok(None);
-    }
-    let mut best = Some(first);
-    let (mut lo, mut hi) = (0, budget * 8 + 1);
-    while lo + 1 < hi {
-        let mid = lo + (hi - lo) / 2;
-        let p = plan(with(mid))?;
-        if p.stats.tokens_after <= budget {
-            lo = mid;
-            best = Some(p);
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(best)
-}
-
-/// The values of the input's tool outputs (see `values.rs`), each with the weight of its
-/// newest output: 1 for the newest tool output, ½ for the one before, ¼ …
-fn tool_value_weights(values: &[serde_json::Value]) -> Vec<(String, f64)> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut weight = 1.0f64;
-    for value in values.iter().rev() {
-        let tool_role = value.get("role").and_then(serde_json::Value::as_str) == Some("tool");
-        let texts = super::tool_outputs(value, tool_role);
-        for text in texts.iter().rev() {
-            for v in super::values::tool_values(text) {
-                if seen.insert(v.clone()) {
-                    out.push((v, weight));
-                }
-            }
-            weight /= 2.0;
-        }
-    }
-    out
-}
-
-/// How much of the tool outputs' values a plan keeps (weighted, see [`tool_value_weights`]).
-fn utility(plan: &Plan, raws: &[&RawValue], weights: &[(String, f64)]) -> Result<f64, Error> {
-    let text = plan.text(raws)?;
-    Ok(weights
-        .iter()
-        .filter(|(v, _)| crate::text::keys::contains_token(&text, v))
-        .map(|(_, w)| w)
-        .sum())
-}
-
-/// The smallest fill ratio the budget loop tries before truncating.
+/// The smallest fill share the budget tries before truncating.
 const MIN_RATIO: f64 = 0.004;
-/// With the default estimator the budget loop aims at `budget - budget / ESTIMATE_RESERVE`.
+/// With the default estimator the budget aims at `budget - budget / ESTIMATE_RESERVE`.
 const ESTIMATE_RESERVE: usize = 32;
+/// Bisection steps over the ladder of shares (log space: about 2% apart).
+const SEARCH_STEPS: u32 = 8;
+/// The ladder: `LADDER + 1` shares from [`MIN_RATIO`] to 1, evenly spaced in log space.
+const LADDER: u32 = 1 << SEARCH_STEPS;
 
-/// What the budget loop aims at for a stated budget: the budget itself with an exact counter,
-/// 1/[`ESTIMATE_RESERVE`] less with the estimator (see [`run`]).
+/// The fill rung at ladder position `j` (0: [`MIN_RATIO`], [`LADDER`]: 1).
+fn rung(j: u32) -> Rung {
+    let x = MIN_RATIO.ln() * (1.0 - f64::from(j) / f64::from(LADDER));
+    Rung::fill(x.exp())
+}
+
+/// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
+pub(super) fn stated(options: &CompressOptions, before: usize) -> Option<usize> {
+    options.token_budget.or_else(|| {
+        options
+            .target_ratio
+            .map(|r| (before as f64 * r).floor() as usize)
+    })
+}
+
+/// What the budget aims at for a stated budget: the budget itself with an exact counter,
+/// 1/[`ESTIMATE_RESERVE`] less with the estimator (see the module docs).
 pub(super) fn target(stated: usize, tok: &Tokens<'_>) -> usize {
     if tok.is_estimate() {
         stated - stated / ESTIMATE_RESERVE
@@ -426,14 +76,397 @@ pub(super) fn target(stated: usize, tok: &Tokens<'_>) -> usize {
     }
 }
 
-/// Bisection steps of the fill ratio (log space: about 4% resolution).
-const SEARCH_STEPS: usize = 8;
+/// The plan of a call: the default pass, or under a budget the plan chosen as the module docs
+/// say.
+pub(super) fn run(env: &Env<'_, '_>) -> Plan {
+    let options = env.options;
+    let base = Shape::base(options);
+    let before: usize = env.parsed.counts.iter().sum();
+    if before <= options.min_tokens {
+        let mut p = render::plan(
+            env,
+            &Shape {
+                rung: Rung::None,
+                ..base
+            },
+        );
+        if let Some(b) = stated(options, before) {
+            p.stats.fits = Some(p.stats.tokens_after <= b);
+        }
+        return p;
+    }
+    let Some(stated) = stated(options, before) else {
+        return render::plan(env, &base);
+    };
+    let (shape, escalation, level) = choose(env, base, before, target(stated, env.tok));
+    let mut plan = render::plan(env, &shape);
+    plan.stats.escalation = escalation;
+    plan.stats.level = level;
+    plan.stats.budget = Some(stated);
+    plan.stats.fits = Some(plan.stats.tokens_after <= stated);
+    plan
+}
 
-/// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
-fn budget(options: &CompressOptions, before: usize) -> Option<usize> {
-    options.token_budget.or_else(|| {
-        options
-            .target_ratio
-            .map(|r| (before as f64 * r).floor() as usize)
-    })
+/// The shape of the plan to render, its escalation and hierarchical level.
+fn choose(
+    env: &Env<'_, '_>,
+    base: Shape,
+    before: usize,
+    budget: usize,
+) -> (Shape, usize, Option<u8>) {
+    let hierarchical = env.options.method == Method::Hierarchical;
+    let total = |s: &Shape| render::total(env, s);
+    let first = total(&base);
+    let rw = base.recency_window;
+    let at = |recency_window: usize, condense_calls: bool, fold: usize, rung: Rung| Shape {
+        rung,
+        recency_window,
+        condense_calls,
+        fold,
+        fold_chars: None,
+        truncate: 0,
+        importance: false,
+        fuzzy: true,
+        lossy: true,
+    };
+    if first <= budget {
+        // The default pass fits: when the input itself does not, use the budget rather than
+        // leave it empty — the same recency window, the largest fill share that fits (if that
+        // keeps more than the default pass).
+        let mut best = (base, first, None);
+        if before > budget && hierarchical {
+            for (k, &ratio) in LEVELS.iter().enumerate() {
+                let s = at(rw, false, 0, Rung::fill(ratio));
+                let t = total(&s);
+                if t <= budget {
+                    if t > best.1 {
+                        best = (s, t, Some(k as u8));
+                    }
+                    break;
+                }
+            }
+        } else if before > budget {
+            let (mut lo, mut hi) = (0u32, LADDER);
+            for _ in 0..SEARCH_STEPS {
+                let mid = (lo + hi) / 2;
+                let s = Shape {
+                    importance: true,
+                    ..at(rw, false, 0, rung(mid))
+                };
+                let t = total(&s);
+                if t <= budget {
+                    lo = mid;
+                    if t > best.1 {
+                        best = (s, t, None);
+                    }
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        return (best.0, 0, best.2);
+    }
+    // Stages, each searched over the fill share: what stays verbatim shrinks from stage to
+    // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
+    // messages folded, with a recency window of 1, then 0).
+    let stages = [
+        (rw.min(2), false, false),
+        (rw.min(1), false, false),
+        (rw.min(1), true, false),
+        (0, true, false),
+        (rw.min(1), true, true),
+        (0, true, true),
+    ];
+    let n = env.parsed.len();
+    let min_rung = if hierarchical {
+        Rung::fill(LEVELS[LEVELS.len() - 1])
+    } else {
+        rung(0)
+    };
+    let tool_values = ToolValues::new(env);
+    let mut candidates: Vec<(f64, Shape, usize, Option<u8>)> = Vec::new();
+    for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
+        let stage = stage + 1;
+        // The fewest folded messages that let the smallest share fit.
+        let mut fold = 0;
+        let mut best = at(recency_window, condense_calls, 0, min_rung);
+        if total(&best) > budget {
+            if !may_fold {
+                continue;
+            }
+            let most = at(recency_window, condense_calls, n, min_rung);
+            if total(&most) > budget {
+                continue;
+            }
+            best = most;
+            let (mut lo, mut hi) = (0, n);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let s = at(recency_window, condense_calls, mid, min_rung);
+                if total(&s) <= budget {
+                    hi = mid;
+                    best = s;
+                } else {
+                    lo = mid;
+                }
+            }
+            fold = hi;
+        }
+        if hierarchical {
+            // The shallowest level that fits (the deepest one does: `best`).
+            let mut level = (LEVELS.len() - 1) as u8;
+            for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
+                let s = at(recency_window, condense_calls, fold, Rung::fill(ratio));
+                if total(&s) <= budget {
+                    best = s;
+                    level = k as u8;
+                    break;
+                }
+            }
+            return (best, stage, Some(level));
+        }
+        // The largest share that fits: bisection over the ladder (fitting is close to
+        // monotone in the share; only fitting plans are kept).
+        let (mut lo, mut hi) = (0u32, LADDER);
+        for _ in 0..SEARCH_STEPS {
+            let mid = (lo + hi) / 2;
+            let s = at(recency_window, condense_calls, fold, rung(mid));
+            if total(&s) <= budget {
+                lo = mid;
+                best = s;
+            } else {
+                hi = mid;
+            }
+        }
+        if fold > 0 {
+            // What the newer messages leave goes to the folded summary's values and keys.
+            let mut best_total = total(&best);
+            let (mut lo, mut hi) = (0, budget * 8 + 1);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let s = Shape {
+                    fold_chars: Some(mid),
+                    ..best
+                };
+                let t = total(&s);
+                if t <= budget {
+                    lo = mid;
+                    if t >= best_total {
+                        best = s;
+                        best_total = t;
+                    }
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        let Some(tv) = &tool_values else {
+            return (best, stage, None);
+        };
+        // A plan that keeps every tool-output value cannot be beaten: stop there.
+        let u = tv.utility(env, &best);
+        candidates.push((u, best, stage, None));
+        if u >= tv.total {
+            break;
+        }
+    }
+    let deepest = at(0, true, n, rung(0));
+    if let Some(tv) = &tool_values {
+        if !candidates.is_empty() {
+            let mut best: Option<(f64, Shape, usize, Option<u8>)> = None;
+            for c in candidates {
+                if best.as_ref().is_none_or(|b| c.0 > b.0) {
+                    best = Some(c);
+                }
+            }
+            if best.as_ref().is_none_or(|b| b.0 < tv.total) {
+                if let Some(all) = fold_all(env, deepest, budget) {
+                    let u = tv.utility(env, &all);
+                    if best.as_ref().is_none_or(|b| u > b.0) {
+                        best = Some((u, all, stages.len() + 2, None));
+                    }
+                }
+            }
+            if let Some((_, s, stage, level)) = best {
+                return (s, stage, level);
+            }
+        }
+    }
+    // Last resort: on top of the deepest stage, the oldest compressible texts left (code kept
+    // by the summaries, the newest message) cut to a preview, as few as needed.
+    let truncating = |k: usize| Shape {
+        truncate: k,
+        ..deepest
+    };
+    let mut best = deepest;
+    let mut best_total = total(&deepest);
+    let mut k = 1;
+    let mut prev = 0;
+    let mut found = None;
+    while k <= n * 4 {
+        let s = truncating(k);
+        let t = total(&s);
+        best = s;
+        best_total = t;
+        if t <= budget {
+            found = Some((prev, k));
+            break;
+        }
+        prev = k;
+        k *= 2;
+    }
+    if let Some((mut lo, mut hi)) = found {
+        // Invariant: truncating `hi` fits; find the fewest.
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            let s = truncating(mid);
+            let t = total(&s);
+            if t <= budget {
+                hi = mid;
+                best = s;
+                best_total = t;
+            } else {
+                lo = mid;
+            }
+        }
+    }
+    let mut escalation = stages.len() + 1;
+    if best_total > budget {
+        // Nothing else left: every message but the preserved-role ones folded into one.
+        // Its key tokens (newest message first) fill what the budget leaves.
+        let all = Shape {
+            fold: usize::MAX,
+            fold_chars: Some(0),
+            ..deepest
+        };
+        if total(&all) < best_total {
+            best = fold_all(env, deepest, budget).unwrap_or(all);
+            escalation = stages.len() + 2;
+        }
+    }
+    (best, escalation, None)
+}
+
+/// Every message but the preserved-role ones folded into one, its values and key tokens
+/// (newest first) filling what the budget leaves: the largest such plan that fits, if any.
+fn fold_all(env: &Env<'_, '_>, deepest: Shape, budget: usize) -> Option<Shape> {
+    let with = |chars: usize| Shape {
+        fold: usize::MAX,
+        fold_chars: Some(chars),
+        ..deepest
+    };
+    if render::total(env, &with(0)) > budget {
+        return None;
+    }
+    let mut best = with(0);
+    let (mut lo, mut hi) = (0, budget * 8 + 1);
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        if render::total(env, &with(mid)) <= budget {
+            lo = mid;
+            best = with(mid);
+        } else {
+            hi = mid;
+        }
+    }
+    Some(best)
+}
+
+/// The values of the conversation's tool outputs (see `values.rs`), each weighted by its
+/// newest output: 1 for the newest tool output, ½ for the one before, ¼ … — and an automaton
+/// that finds them in a plan's text.
+struct ToolValues {
+    weights: Vec<f64>,
+    total: f64,
+    automaton: AhoCorasick,
+    patterns: Vec<String>,
+}
+
+impl ToolValues {
+    /// `None` when the conversation has no tool output values.
+    fn new(env: &Env<'_, '_>) -> Option<ToolValues> {
+        let parsed = env.parsed;
+        let mut patterns: Vec<String> = Vec::new();
+        let mut weights = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut weight = 1.0f64;
+        for (i, value) in parsed.values.iter().enumerate().rev() {
+            let texts = tool_outputs(value, parsed.is_tool_message(i));
+            for text in texts.iter().rev() {
+                for v in values::tool_values(text) {
+                    if seen.insert(v.clone()) {
+                        patterns.push(v);
+                        weights.push(weight);
+                    }
+                }
+                weight /= 2.0;
+            }
+        }
+        if patterns.is_empty() {
+            return None;
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .ok()?;
+        Some(ToolValues {
+            total: weights.iter().sum(),
+            weights,
+            automaton,
+            patterns,
+        })
+    }
+
+    /// How much of the tool outputs' values the plan `shape` keeps, weighted.
+    fn utility(&self, env: &Env<'_, '_>, shape: &Shape) -> f64 {
+        let d = render::decide(env, shape);
+        let parsed = env.parsed;
+        let mut found = vec![false; self.patterns.len()];
+        let mut scan = |text: &str| {
+            let hb = text.as_bytes();
+            let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+            for m in self.automaton.find_overlapping_iter(text) {
+                let p = m.pattern().as_usize();
+                if found[p] {
+                    continue;
+                }
+                let kb = self.patterns[p].as_bytes();
+                let (i, j) = (m.start(), m.end());
+                let ok_l = !word(kb[0]) || i == 0 || !word(hb[i - 1]);
+                let ok_r = !word(kb[kb.len() - 1]) || j >= hb.len() || !word(hb[j]);
+                if ok_l && ok_r {
+                    found[p] = true;
+                }
+            }
+        };
+        for m in 0..parsed.len() {
+            let original = d.pres.kept[m].is_some()
+                || (d.pres.fold.contains(&m) && fold_rejected(env, shape, &d));
+            if original {
+                scan(&message_text(&parsed.values[m]));
+            } else if !d.pres.fold.contains(&m) {
+                let r = render::message(env, m, shape, &d);
+                if r.kept {
+                    scan(&message_text(&parsed.values[m]));
+                } else {
+                    scan(&r.text);
+                }
+            }
+        }
+        if let Some(f) = render::fold_out(env, shape, &d) {
+            if !f.rejected {
+                scan(&f.text);
+            }
+        }
+        found
+            .iter()
+            .zip(&self.weights)
+            .filter(|(f, _)| **f)
+            .map(|(_, w)| w)
+            .sum()
+    }
+}
+
+fn fold_rejected(env: &Env<'_, '_>, shape: &Shape, d: &render::Decisions) -> bool {
+    render::fold_out(env, shape, d).is_some_and(|f| f.rejected)
 }

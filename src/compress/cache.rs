@@ -38,7 +38,17 @@
 //! (`invalid_options` at `options.cache.entries[3].value`): that is a caller's bug. A cache of
 //! another format version or another crate version, or whose checksum does not match its
 //! entries (edited or corrupted), is ignored and rebuilt: the call succeeds, its result is the
-//! same, and `stats.cacheWarning` says why.
+//! same, and `stats.warnings` says why.
+//!
+//! **A cache is trusted input.** Its entries are used as they are: whoever can write a cache
+//! the caller reads back can put any text into the summaries of later calls. The unkeyed
+//! checksum only catches accidents (an edit, a truncated file) — anyone can recompute it. A
+//! cache kept where others can write it (shared storage, a browser's local storage, a file
+//! another process writes) should be *bound to its caller* with a secret key
+//! ([`CompressCache::with_key`], [`CompressCache::from_json_keyed`]; JS `options.cacheKey`):
+//! its checksum is then an HMAC-SHA256 under that key, and a cache whose MAC does not check out
+//! under the caller's key (forged, or written under another key, or without one) is ignored and
+//! rebuilt, with a warning.
 //!
 //! The JSON form:
 //! ```json
@@ -69,12 +79,25 @@ fn engine() -> String {
 }
 
 /// The incremental cache the caller keeps between `compress` calls (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct CompressCache {
     generation: u64,
     entries: BTreeMap<String, Entry>,
     /// Why the cache read was ignored and rebuilt (reported by the next call's stats).
     warning: Option<String>,
+    /// The caller's secret key: the checksum is an HMAC-SHA256 under it.
+    key: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for CompressCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompressCache")
+            .field("generation", &self.generation)
+            .field("entries", &self.entries.len())
+            .field("warning", &self.warning)
+            .field("keyed", &self.key.is_some())
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +128,44 @@ impl CompressCache {
     /// An empty cache.
     pub fn new() -> CompressCache {
         CompressCache::default()
+    }
+
+    /// An empty cache bound to the caller's secret `key` (see the module docs): its JSON form
+    /// carries an HMAC-SHA256 under the key, and only [`from_json_keyed`](Self::from_json_keyed)
+    /// with the same key reads it back.
+    pub fn with_key(key: &[u8]) -> CompressCache {
+        CompressCache {
+            key: Some(key.to_vec()),
+            ..CompressCache::default()
+        }
+    }
+
+    /// Reads a cache bound to `key` (see [`with_key`](Self::with_key)): a cache whose MAC does
+    /// not check out under `key` is read as an empty cache (bound to `key`) with a
+    /// [`warning`](Self::warning).
+    ///
+    /// # Errors
+    /// As [`from_json`](Self::from_json).
+    pub fn from_json_keyed(json: &str, path: &str, key: &[u8]) -> Result<CompressCache, Error> {
+        let wire: Wire = read_json(json, ErrorKind::InvalidOptions, path)?;
+        Self::from_wire(wire, path, Some(key))
+    }
+
+    /// Reads a cache from a JSON value bound to `key` (`null`: an empty cache), as
+    /// [`from_json_keyed`](Self::from_json_keyed).
+    ///
+    /// # Errors
+    /// As [`from_json`](Self::from_json).
+    pub fn from_value_keyed(
+        value: &serde_json::Value,
+        path: &str,
+        key: &[u8],
+    ) -> Result<CompressCache, Error> {
+        if value.is_null() {
+            return Ok(CompressCache::with_key(key));
+        }
+        let wire: Wire = read_value(value, ErrorKind::InvalidOptions, path)?;
+        Self::from_wire(wire, path, Some(key))
     }
 
     /// How many entries it holds.
@@ -162,7 +223,7 @@ impl CompressCache {
     /// [`ErrorKind::InvalidOptions`] at the offending field when the JSON is not a cache's shape.
     pub fn from_json(json: &str, path: &str) -> Result<CompressCache, Error> {
         let wire: Wire = read_json(json, ErrorKind::InvalidOptions, path)?;
-        Self::from_wire(wire, path)
+        Self::from_wire(wire, path, None)
     }
 
     /// Reads a cache from a JSON value (`null`: an empty cache), as [`from_json`](Self::from_json).
@@ -174,12 +235,13 @@ impl CompressCache {
             return Ok(CompressCache::new());
         }
         let wire: Wire = read_value(value, ErrorKind::InvalidOptions, path)?;
-        Self::from_wire(wire, path)
+        Self::from_wire(wire, path, None)
     }
 
-    fn from_wire(wire: Wire, path: &str) -> Result<CompressCache, Error> {
+    fn from_wire(wire: Wire, path: &str, key: Option<&[u8]>) -> Result<CompressCache, Error> {
         let ignored = |why: String| CompressCache {
             warning: Some(format!("cache ignored and rebuilt: {why}")),
+            key: key.map(<[u8]>::to_vec),
             ..CompressCache::default()
         };
         let mut entries = BTreeMap::new();
@@ -223,14 +285,22 @@ impl CompressCache {
             generation: wire.generation,
             entries,
             warning: None,
+            key: key.map(<[u8]>::to_vec),
         };
         if cache.checksum() != wire.checksum {
-            return Ok(ignored("checksum mismatch (edited or corrupted)".into()));
+            return Ok(ignored(if key.is_some() {
+                "its MAC does not check out under the caller's key (forged, edited, or written \
+                 under another key)"
+                    .into()
+            } else {
+                "checksum mismatch (edited or corrupted)".into()
+            }));
         }
         Ok(cache)
     }
 
-    /// FNV-1a over the version, the generation and every entry, in key order.
+    /// FNV-1a over the version, the generation and every entry, in key order; with a key,
+    /// HMAC-SHA256 under it over the same bytes (`mac:` and 64 hex digits).
     fn checksum(&self) -> String {
         let mut bytes = Vec::new();
         bytes.extend_from_slice(&CACHE_VERSION.to_le_bytes());
@@ -242,7 +312,22 @@ impl CompressCache {
             bytes.extend_from_slice(e.value.as_bytes());
             bytes.extend_from_slice(&e.used.to_le_bytes());
         }
-        format!("{:016x}", fnv1a(&bytes))
+        match &self.key {
+            None => format!("{:016x}", fnv1a(&bytes)),
+            Some(key) => {
+                use hmac::Mac;
+                // HMAC accepts keys of any length: `new_from_slice` cannot fail for it.
+                match hmac::Hmac::<Sha256>::new_from_slice(key) {
+                    Ok(mut mac) => {
+                        mac.update(&bytes);
+                        let tag = mac.finalize().into_bytes();
+                        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+                        format!("mac:{hex}")
+                    }
+                    Err(_) => String::new(),
+                }
+            }
+        }
     }
 
     /// Keeps at most `limit` entries: the most recently used, ties by key.

@@ -47,7 +47,7 @@ impl<T: ?Sized> MaybeSendSync for T {}
 /// }
 /// let messages = vec![serde_json::json!({"role": "user", "content": "one two three"})];
 /// let ctx = CompressContext { counter: Some(&Words), ..CompressContext::default() };
-/// let out = compress_in(&messages, &CompressOptions::default(), ctx)?;
+/// let out = compress(&messages, &CompressOptions::default(), ctx)?;
 /// assert_eq!(out.stats.tokens_before, 3);
 /// # Ok::<(), condense::Error>(())
 /// ```
@@ -99,16 +99,24 @@ pub enum TokenCounterKind {
 /// counter is kept (counts are 0 from then on) and returned by [`Tokens::check`].
 pub(crate) struct Tokens<'a> {
     counter: Option<&'a dyn TokenCounter>,
+    /// What counts (`estimate`, `model:<sha256>`), for cache keys; `None` for a caller's
+    /// counter, which has no identity a key could hold.
+    identity: Option<String>,
     memo: RefCell<HashMap<Box<str>, usize>>,
     error: RefCell<Option<Error>>,
     calls: Cell<usize>,
 }
 
 impl<'a> Tokens<'a> {
-    /// A call's counter: `counter`, else the estimator.
-    pub(crate) fn new(counter: Option<&'a dyn TokenCounter>) -> Tokens<'a> {
+    /// A call's counter: `counter`, else the estimator. `identity` names the counter for
+    /// cache keys (`None` for a caller's).
+    pub(crate) fn new(
+        counter: Option<&'a dyn TokenCounter>,
+        identity: Option<String>,
+    ) -> Tokens<'a> {
         Tokens {
             counter,
+            identity,
             memo: RefCell::new(HashMap::new()),
             error: RefCell::new(None),
             calls: Cell::new(0),
@@ -118,6 +126,11 @@ impl<'a> Tokens<'a> {
     /// Whether this is the default estimator (no caller's or model's counter).
     pub(crate) fn is_estimate(&self) -> bool {
         self.counter.is_none()
+    }
+
+    /// What counts, for cache keys (`None`: a caller's counter).
+    pub(crate) fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
     }
 
     /// The tokens of `text`.
@@ -192,7 +205,7 @@ mod tests {
 
     #[test]
     fn memoises_each_distinct_text_once() {
-        let t = Tokens::new(Some(&Chars));
+        let t = Tokens::new(Some(&Chars), None);
         assert_eq!(t.count("abc"), 3);
         assert_eq!(t.count("abc"), 3);
         assert_eq!(t.count("abcd"), 4);
@@ -203,14 +216,14 @@ mod tests {
 
     #[test]
     fn estimator_is_the_default() {
-        let t = Tokens::new(None);
+        let t = Tokens::new(None, Some("estimate".into()));
         assert_eq!(t.count("hello world"), estimate_tokens("hello world"));
         assert_eq!(t.calls(), 0);
     }
 
     #[test]
     fn keeps_the_first_error() {
-        let t = Tokens::new(Some(&Failing));
+        let t = Tokens::new(Some(&Failing), None);
         assert_eq!(t.count("abc"), 0);
         assert_eq!(t.count("def"), 0);
         assert_eq!(t.calls(), 1);

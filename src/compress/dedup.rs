@@ -4,7 +4,7 @@ use crate::text::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use serde_json::Value;
 
-use super::Unit;
+use super::parse::Unit;
 
 /// How many newer texts fuzzy dedup compares a text with (the nearest ones).
 const FUZZY_WINDOW: usize = 256;
@@ -53,16 +53,12 @@ impl<'v> Targets<'v> {
     }
 
     /// [`find`]'s answer for one unit.
-    fn find(&self, unit: &Unit, fuzzy: Option<f64>) -> Found {
-        if let Some(&m) = self
-            .newest
-            .get(unit.text.as_str())
-            .filter(|&&m| m > unit.msg)
-        {
+    fn find(&self, unit: &Unit<'_>, fuzzy: Option<f64>) -> Found {
+        if let Some(&m) = self.newest.get(unit.text).filter(|&&m| m > unit.msg) {
             return Some((m, None));
         }
         let threshold = fuzzy?;
-        let lines = line_set(&unit.text);
+        let lines = line_set(unit.text);
         if lines.len() < 3 {
             return None;
         }
@@ -86,7 +82,7 @@ impl<'v> Targets<'v> {
 /// with `fuzzy = Some(threshold)`, a near-duplicate (line Jaccard ≥ threshold, in percent).
 /// `memo` keeps the answers for the next plan of the same messages.
 pub(super) fn find(
-    units: &[Unit],
+    units: &[Unit<'_>],
     values: &[Value],
     min_chars: usize,
     fuzzy: Option<f64>,

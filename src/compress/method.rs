@@ -142,3 +142,79 @@ pub(crate) fn no_summarizer_warning(method: Method) -> String {
         method.as_str()
     )
 }
+
+/// The summariser's part of one message (`abstractive` / `hybrid`): the requests it records
+/// and the summaries it uses.
+pub(super) struct Abstractive<'o> {
+    method: Method,
+    summaries: Option<&'o Summaries>,
+    requests: Vec<SummaryRequest>,
+    accepted: usize,
+    rejected: usize,
+}
+
+impl<'o> Abstractive<'o> {
+    /// The summariser's part under `options` (inactive unless the method is abstractive or
+    /// hybrid).
+    pub(super) fn new(options: &'o super::options::CompressOptions) -> Abstractive<'o> {
+        Abstractive {
+            method: options.method,
+            summaries: options.summaries.as_ref(),
+            requests: Vec::new(),
+            accepted: 0,
+            rejected: 0,
+        }
+    }
+
+    /// Records the request for a text the pass summarises (`original`, summarised as `body`
+    /// in `marker`), and returns the marker of the caller's summary of it (`wrap(summary)`)
+    /// when there is one that is non-empty and whose marker is shorter than `bound` (the
+    /// tokens of what it replaces: the size guard).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn take(
+        &mut self,
+        tok: &super::counter::Tokens<'_>,
+        original: &str,
+        body: &str,
+        marker: &str,
+        (index, block, role, kind): (usize, Option<usize>, &str, &str),
+        (wrap, bound): (&dyn Fn(&str) -> String, usize),
+    ) -> Option<String> {
+        if !self.method.is_abstractive() {
+            return None;
+        }
+        let id = request_id(original);
+        let original_tokens = tok.count(original);
+        let given = self.summaries.map(|m| m.get(&id));
+        self.requests.push(SummaryRequest {
+            text: if self.method == Method::Hybrid {
+                body.to_string()
+            } else {
+                original.to_string()
+            },
+            id,
+            target_tokens: tok.count(marker).min(original_tokens),
+            original_tokens,
+            role: role.to_string(),
+            kind: kind.to_string(),
+            index,
+            block,
+        });
+        let s = given??.trim();
+        let wrapped = wrap(s);
+        if !s.is_empty() && tok.count(&wrapped) < bound {
+            self.accepted += 1;
+            Some(wrapped)
+        } else {
+            self.rejected += 1;
+            None
+        }
+    }
+}
+
+impl Abstractive<'_> {
+    /// The requests recorded, and how many given summaries were accepted and rejected.
+    pub(super) fn finish(self) -> (Vec<SummaryRequest>, usize, usize) {
+        (self.requests, self.accepted, self.rejected)
+    }
+}

@@ -31,9 +31,19 @@ pub struct CompressOptions {
     pub query: Option<String>,
     /// Code fences are kept verbatim (prose around them may be summarised). Default true.
     pub preserve_code: bool,
-    /// Keep every number of tool output (long numeric arrays are otherwise summarised by
-    /// count, range, first and last values). Default false.
+    /// Keep every number of tool output even where a lossy rendering is allowed (under a token
+    /// budget, or with `lossyToolOutput`): long numeric arrays are otherwise summarised there by
+    /// count, range, first and last values. The default pass keeps them all anyway. Default
+    /// false.
     pub preserve_numbers: bool,
+    /// Let the default pass summarise tool output lossily: arrays of 24+ numbers by count,
+    /// range, first and last values (unless `preserveNumbers`), strings of 200+ characters in
+    /// JSON as prose, line-structured output (grep, test, logs) by its status lines and paths,
+    /// plain output as prose with up to 24 of its key tokens. By default (false) tool output
+    /// keeps every value: JSON and Python literals are rendered without their syntax only,
+    /// plain output keeps every key token, line-structured output stays as it is. A token
+    /// budget may summarise lossily either way.
+    pub lossy_tool_output: bool,
     /// A token budget the result must meet (tokens of the messages' text in the call's
     /// counter: the estimate of `text::tokens` unless `tokenCounter` or a caller's counter
     /// says otherwise): the pipeline escalates until it fits or nothing compressible is left,
@@ -117,6 +127,7 @@ impl Default for CompressOptions {
             query: None,
             preserve_code: true,
             preserve_numbers: false,
+            lossy_tool_output: false,
             token_budget: None,
             target_ratio: None,
             min_tokens: 0,

@@ -221,110 +221,201 @@ fn relevance(sentence: &str, terms: &Query) -> f64 {
 /// best, packed into the level's budget, in reading order, with the key tokens it left out
 /// appended (`| keys: a, b`).
 pub fn prose(text: &str, level: Level, terms: &Query) -> String {
-    let sents = sentences::split(text);
-    if sents.is_empty() {
-        return String::new();
-    }
-    let budget = level.budget(text.chars().count());
-    let last_paragraph = sents.last().map(|s| s.paragraph).unwrap_or(0);
-    // One pass (nothing memoised): the key tokens of the text and of each sentence from one
-    // walk, where it can tell; the memo's per-sentence walks otherwise.
-    let walk = terms
-        .memo
-        .is_single_pass()
-        .then(|| keys::TextKeys::new(text, &mut |k| terms.memo.classify(k)));
-    let scored: Vec<(usize, f64)> = sents
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let t = &text[s.span.clone()];
-            let walked = walk.as_ref().and_then(|w| {
-                let mut known = true;
-                let score = score_sentence_keys(t, |f| known = w.for_each_in(s.span.clone(), f));
-                known.then_some(score)
-            });
-            let mut score = walked.unwrap_or_else(|| {
-                terms.memo.score(t, || {
-                    score_sentence_with(t, &mut |k| terms.memo.classify(k))
-                })
-            }) + relevance(t, terms);
-            // Position (seed 004): a paragraph's first sentence, the first and last paragraphs.
-            if s.index == 0 {
-                score += 1.0;
-            }
-            if s.paragraph == 0 || s.paragraph == last_paragraph {
-                score += 0.5;
-            }
-            (i, score)
-        })
-        .collect();
-    // Primary: the best sentence of each paragraph.
-    // (Paragraphs in order of first appearance; `slot` maps a paragraph to its entry, so long
-    // texts of many paragraphs are not searched sentence by sentence.)
-    let mut primary: Vec<(usize, f64)> = Vec::new();
-    let paragraphs = sents.iter().map(|s| s.paragraph + 1).max().unwrap_or(0);
-    let mut slot: Vec<Option<usize>> = vec![None; paragraphs];
-    for (i, score) in &scored {
-        let p = sents[*i].paragraph;
-        match slot.get(p).copied().flatten() {
-            Some(k) => {
-                if let Some(best) = primary.get_mut(k) {
-                    // Kept unless the new score is higher (or either is NaN, as `>=` has it).
-                    if !matches!(
-                        best.1.partial_cmp(score),
-                        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
-                    ) {
-                        *best = (*i, *score);
+    prose_with(text, level, terms, false)
+}
+
+/// [`prose`] that keeps, with `facts`, every sentence stating a fact about its speaker
+/// ([`crate::text::facts`]) whatever the budget (a user's own facts, in the default pass).
+pub(crate) fn prose_with(text: &str, level: Level, terms: &Query, facts: bool) -> String {
+    let prepared = Prepared::new(text, terms, facts);
+    let body = prepared.pack(level.budget(text.chars().count()), facts);
+    with_keys(body, text, level.max_keys, terms, prepared.walk.as_ref())
+}
+
+/// A text's sentences scored and ordered once, to be packed into any budget ([`Prepared::pack`]):
+/// the budget search asks one text for summaries of many sizes.
+pub(crate) struct Prepared<'t> {
+    text: &'t str,
+    spans: Vec<std::ops::Range<usize>>,
+    /// Characters of each sentence plus one (its separator).
+    lens: Vec<usize>,
+    /// Sentence indices by priority: the best of each paragraph (by score), then the rest.
+    order: Vec<usize>,
+    /// Sentences that state a fact about the speaker, in reading order (only when asked for).
+    facts: Vec<usize>,
+    /// The key tokens of the text from one walk, when the call is a single pass.
+    walk: Option<keys::TextKeys<'t>>,
+}
+
+/// Points a fact sentence gets in the order (under a budget it competes, but comes first).
+const FACT_BONUS: f64 = 8.0;
+
+impl<'t> Prepared<'t> {
+    /// Splits and scores `text` (seed 002 and 004 signals, query relevance, position); with
+    /// `facts`, finds the sentences that state a fact about the speaker and ranks them first.
+    pub(crate) fn new(text: &'t str, terms: &Query, facts: bool) -> Prepared<'t> {
+        let sents = sentences::split(text);
+        let last_paragraph = sents.last().map(|s| s.paragraph).unwrap_or(0);
+        // One pass (nothing memoised): the key tokens of the text and of each sentence from
+        // one walk, where it can tell; the memo's per-sentence walks otherwise.
+        let walk = terms
+            .memo
+            .is_single_pass()
+            .then(|| keys::TextKeys::new(text, &mut |k| terms.memo.classify(k)));
+        let mut fact_list = Vec::new();
+        let scored: Vec<(usize, f64)> = sents
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let t = &text[s.span.clone()];
+                let walked = walk.as_ref().and_then(|w| {
+                    let mut known = true;
+                    let score =
+                        score_sentence_keys(t, |f| known = w.for_each_in(s.span.clone(), f));
+                    known.then_some(score)
+                });
+                let mut score = walked.unwrap_or_else(|| {
+                    terms.memo.score(t, || {
+                        score_sentence_with(t, &mut |k| terms.memo.classify(k))
+                    })
+                }) + relevance(t, terms);
+                // Position (seed 004): a paragraph's first sentence, the first and last
+                // paragraphs.
+                if s.index == 0 {
+                    score += 1.0;
+                }
+                if s.paragraph == 0 || s.paragraph == last_paragraph {
+                    score += 0.5;
+                }
+                if facts && crate::text::facts::is_fact(t) {
+                    fact_list.push(i);
+                    score += FACT_BONUS;
+                }
+                (i, score)
+            })
+            .collect();
+        // Primary: the best sentence of each paragraph.
+        // (Paragraphs in order of first appearance; `slot` maps a paragraph to its entry, so
+        // long texts of many paragraphs are not searched sentence by sentence.)
+        let mut primary: Vec<(usize, f64)> = Vec::new();
+        let paragraphs = sents.iter().map(|s| s.paragraph + 1).max().unwrap_or(0);
+        let mut slot: Vec<Option<usize>> = vec![None; paragraphs];
+        for (i, score) in &scored {
+            let p = sents[*i].paragraph;
+            match slot.get(p).copied().flatten() {
+                Some(k) => {
+                    if let Some(best) = primary.get_mut(k) {
+                        // Kept unless the new score is higher (or either is NaN, as `>=` has
+                        // it).
+                        if !matches!(
+                            best.1.partial_cmp(score),
+                            Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+                        ) {
+                            *best = (*i, *score);
+                        }
                     }
                 }
-            }
-            None => {
-                if let Some(entry) = slot.get_mut(p) {
-                    *entry = Some(primary.len());
+                None => {
+                    if let Some(entry) = slot.get_mut(p) {
+                        *entry = Some(primary.len());
+                    }
+                    primary.push((*i, *score));
                 }
-                primary.push((*i, *score));
             }
         }
+        let by_score = |v: &mut Vec<(usize, f64)>| {
+            v.sort_by(|a, b| {
+                b.1.partial_cmp(&a.1)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(a.0.cmp(&b.0))
+            })
+        };
+        by_score(&mut primary);
+        let mut is_primary = vec![false; sents.len()];
+        for p in &primary {
+            is_primary[p.0] = true;
+        }
+        let mut secondary: Vec<(usize, f64)> = scored
+            .into_iter()
+            .filter(|(i, _)| !is_primary[*i])
+            .collect();
+        by_score(&mut secondary);
+        let order = primary
+            .iter()
+            .chain(secondary.iter())
+            .map(|p| p.0)
+            .collect();
+        let lens = sents
+            .iter()
+            .map(|s| text[s.span.clone()].chars().count() + 1)
+            .collect();
+        Prepared {
+            text,
+            spans: sents.into_iter().map(|s| s.span).collect(),
+            lens,
+            order,
+            facts: fact_list,
+            walk,
+        }
     }
-    let by_score = |v: &mut Vec<(usize, f64)>| {
-        v.sort_by(|a, b| {
-            b.1.partial_cmp(&a.1)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.0.cmp(&b.0))
-        })
-    };
-    by_score(&mut primary);
-    let primaries: HashSet<usize> = primary.iter().map(|p| p.0).collect();
-    let mut secondary: Vec<(usize, f64)> = scored
-        .into_iter()
-        .filter(|(i, _)| !primaries.contains(i))
-        .collect();
-    by_score(&mut secondary);
 
-    let mut chosen: Vec<usize> = Vec::new();
-    let mut used = 0usize;
-    for (i, _) in primary.iter().chain(secondary.iter()) {
-        let len = text[sents[*i].span.clone()].chars().count() + 1;
-        if used + len > budget && !chosen.is_empty() {
-            continue;
+    /// The summary of at most `budget` characters (one sentence may be cut at a word to fit;
+    /// nothing when there are no sentences): sentences in priority order while they fit, in
+    /// reading order. With `keep_facts`, every fact sentence is in it first, whatever the
+    /// budget.
+    pub(crate) fn pack(&self, budget: usize, keep_facts: bool) -> String {
+        if self.spans.is_empty() {
+            return String::new();
         }
-        if used + len > budget {
-            // Not even one sentence fits: cut the best one at a word boundary.
-            let t = &text[sents[*i].span.clone()];
-            chosen.clear();
-            let cut = cut_at_word(t, budget);
-            return with_keys(cut, text, level.max_keys, terms, walk.as_ref());
+        let mut chosen: Vec<usize> = Vec::new();
+        let mut used = 0usize;
+        let mut taken = vec![false; self.spans.len()];
+        if keep_facts {
+            for &i in &self.facts {
+                used += self.lens[i];
+                taken[i] = true;
+                chosen.push(i);
+            }
         }
-        used += len;
-        chosen.push(*i);
+        for &i in &self.order {
+            if taken[i] {
+                continue;
+            }
+            let len = self.lens[i];
+            if used + len > budget && !chosen.is_empty() {
+                continue;
+            }
+            if used + len > budget {
+                // Not even one sentence fits: cut the best one at a word boundary.
+                return cut_at_word(&self.text[self.spans[i].clone()], budget);
+            }
+            used += len;
+            taken[i] = true;
+            chosen.push(i);
+        }
+        chosen.sort_unstable();
+        let mut out = String::with_capacity(used);
+        for (n, &i) in chosen.iter().enumerate() {
+            if n > 0 {
+                out.push(' ');
+            }
+            out.push_str(self.text[self.spans[i].clone()].trim());
+        }
+        out
     }
-    chosen.sort_unstable();
-    let body = chosen
-        .iter()
-        .map(|i| text[sents[*i].span.clone()].trim())
-        .collect::<Vec<_>>()
-        .join(" ");
-    with_keys(body, text, level.max_keys, terms, walk.as_ref())
+
+    /// The fact sentences' values ([`crate::text::facts::values`]), in reading order.
+    pub(crate) fn fact_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for &i in &self.facts {
+            for v in crate::text::facts::values(&self.text[self.spans[i].clone()]) {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`.
@@ -369,19 +460,18 @@ fn with_keys(
     if missing.is_empty() {
         body
     } else {
-        format!("{body} | keys: {}", missing.join(", "))
+        format!("{body} | keys: {}", missing.join(key_separator(&missing)))
     }
 }
 
-/// The key tokens of `text` worth listing in a budget-fill summary: not in `known` (the key
-/// tokens of the messages kept verbatim), code spans of at most 40 characters, first
-/// occurrence order.
-pub fn fill_keys(text: &str, known: &HashSet<String>) -> Vec<String> {
-    keys::extract(text)
-        .into_iter()
-        .filter(|(k, kind)| (*kind != KeyKind::Code || k.len() <= 40) && !known.contains(k))
-        .map(|(k, _)| k)
-        .collect()
+/// How listed key tokens are separated: one space (a comma is a token of its own), or `, `
+/// when one of them has white space in it (a code span), so the list stays readable.
+fn key_separator(keys: &[String]) -> &'static str {
+    if keys.iter().any(|k| k.contains(char::is_whitespace)) {
+        ", "
+    } else {
+        " "
+    }
 }
 
 /// Budget-fill packing: `body` (made for `sentence_chars`) followed by the key tokens of
@@ -390,12 +480,16 @@ pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
     let mut out = body;
     let mut used = out.chars().count();
     let mut first = true;
+    let sep = key_separator(candidates);
+    // The body as it was (keys appended after it are looked up in `appended`).
+    let base_len = out.len();
+    let mut appended = keys::AppendedTokens::default();
     for k in candidates {
-        let len = k.chars().count() + 2;
+        let len = k.chars().count() + sep.len();
         if used + len + if first { 8 } else { 0 } > budget {
             continue;
         }
-        if keys::contains_token(&out, k) {
+        if appended.contains(k) || keys::contains_token(&out[..base_len], k) {
             continue;
         }
         if first {
@@ -407,9 +501,10 @@ pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
             used += 8;
             first = false;
         } else {
-            out.push_str(", ");
+            out.push_str(sep);
         }
         out.push_str(k);
+        appended.add(k);
         used += len;
     }
     out
@@ -524,7 +619,7 @@ pub fn structured(text: &str, level: Level) -> String {
     out
 }
 
-pub use super::json::{json, json_compact, SeenValues};
+pub use super::json::{json, json_compact};
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@
 //! | identifier | `--dry-run`, `snake_case`, `camelCase`, `PascalCase`, `serde_json::Value`-like dotted names, `toolu_01ab`, `HTTP` |
 //! | code | the content of a `` `code span` `` |
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
@@ -597,6 +598,51 @@ pub fn contains_token(hay: &str, key: &str) -> bool {
     false
 }
 
+/// The keys appended to a key list so far, to answer "does an appended key hold this one as a
+/// whole token" ([`contains_token`] over each of them) with one hash lookup: every substring of
+/// an appended key that [`contains_token`] could find is in a set (keys longer than
+/// [`AppendedTokens::LONG`] bytes are searched instead). Budget summaries append keys while
+/// checking thousands of candidates against what they hold; a substring search per candidate
+/// over the growing list was quadratic. Occurrences that span two appended keys are not seen
+/// (a key list has a separator between keys).
+#[derive(Default)]
+pub struct AppendedTokens<'a> {
+    set: HashSet<&'a str>,
+    long: Vec<&'a str>,
+}
+
+impl<'a> AppendedTokens<'a> {
+    /// Longer keys are searched, not split into their substrings.
+    pub const LONG: usize = 48;
+
+    /// Records an appended key.
+    pub fn add(&mut self, key: &'a str) {
+        if key.len() > Self::LONG {
+            self.long.push(key);
+            return;
+        }
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let b = key.as_bytes();
+        for s in (0..b.len()).filter(|&s| key.is_char_boundary(s)) {
+            // contains_token's left edge: the key starts with a non-word byte, or the byte
+            // before it is not a word byte.
+            if word(b[s]) && s > 0 && word(b[s - 1]) {
+                continue;
+            }
+            for e in (s + 1..=b.len()).filter(|&e| key.is_char_boundary(e)) {
+                if !word(b[e - 1]) || e == b.len() || !word(b[e]) {
+                    self.set.insert(&key[s..e]);
+                }
+            }
+        }
+    }
+
+    /// Whether an appended key holds `key` as a whole token.
+    pub fn contains(&self, key: &str) -> bool {
+        self.set.contains(key) || self.long.iter().any(|a| contains_token(a, key))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -820,5 +866,24 @@ mod tests {
         assert!(!contains_token("", "x"));
         // The first occurrence is glued to a word; the overlapping next one stands alone.
         assert!(contains_token("ba.a.a", "a.a"));
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest! {
+        /// AppendedTokens finds what contains_token finds in any of the appended keys.
+        #[test]
+        fn appended_tokens_agree_with_contains_token(
+            appended in proptest::collection::vec("[a-c0-9_. é-]{0,12}", 0..4),
+            keys in proptest::collection::vec("[a-c0-9_. é-]{0,6}", 0..12),
+        ) {
+            let mut set = AppendedTokens::default();
+            for a in &appended {
+                set.add(a);
+            }
+            for k in &keys {
+                let want = appended.iter().any(|a| contains_token(a, k));
+                prop_assert_eq!(set.contains(k), want, "{:?} in {:?}", k, appended);
+            }
+        }
     }
 }

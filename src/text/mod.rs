@@ -2,6 +2,7 @@
 //! key tokens.
 
 pub mod detect;
+pub mod facts;
 pub mod fences;
 pub mod hash;
 pub mod keys;

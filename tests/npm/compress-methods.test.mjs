@@ -17,7 +17,7 @@ const records = [
 ];
 const o200k = (text) => (text ? encode(text).length : 0);
 
-/** A message's text as compress counts it (`message_text` in src/compress/mod.rs). */
+/** A message's text as compress counts it (`message_text` in src/compress/parse.rs). */
 function messageText(m) {
   const block = (b) => {
     switch (b?.type) {
@@ -214,4 +214,37 @@ test('summarizer: the concurrency limit holds', async () => {
   rejectsCode(() => compress(records[0].messages, { summarizer: slow, summarizerConcurrency: 0 }), 'invalid_options', 'options.summarizerConcurrency');
   rejectsCode(() => compress(records[0].messages, { summarizer: 'gpt' }), 'invalid_options', 'options.summarizer');
   rejectsCode(() => compressRequest(JSON.stringify({ messages: records[0].messages }), { summarizer: slow }), 'invalid_options', 'options.summarizer');
+});
+
+test('context combinations: the same outcome as in Rust and the CLI (tests/fixtures/compress_context_cases.json)', async () => {
+  const fixture = JSON.parse(read('tests/fixtures/compress_context_cases.json'));
+  const words = (t) => t.split(/\s+/).filter(Boolean).length;
+  const firstWords = async (t) => t.split(/\s+/).filter(Boolean).slice(0, 5).join(' ');
+  let ran = 0;
+  for (const c of fixture.cases) {
+    const options = { ...c.options };
+    if (c.counter) options.countTokens = words;
+    if (c.summarizer) options.summarizer = firstWords;
+    if (c.cache) options.cache = null;
+    if (c.embedder === 'lexical') options.embedder = lexicalEmbedder();
+    let out;
+    let error;
+    try {
+      out = await compress(fixture.messages, options);
+    } catch (e) {
+      error = e;
+    }
+    if (c.expect === 'ok') {
+      assert.equal(error, undefined, `${c.name}: ${error}`);
+      assert.deepEqual(uncompress(out.messages, out.verbatim), fixture.messages, c.name);
+      assert.equal(out.cache !== undefined, Boolean(c.cache), c.name);
+      assert.equal(typeof out.stats.cacheHits === 'number', Boolean(c.cache), c.name);
+    } else {
+      assert.ok(error instanceof CondenseError, `${c.name}: ${error}`);
+      assert.equal(error.code, c.expect.code, c.name);
+      assert.equal(error.path, c.expect.path, c.name);
+    }
+    ran++;
+  }
+  assert.equal(ran, fixture.cases.length);
 });

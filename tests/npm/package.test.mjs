@@ -181,7 +181,7 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
     ['src/watermark/options.rs', 'WatermarkState', 'WatermarkState'],
     ['src/watermark/mod.rs', 'WatermarkStats', 'WatermarkStats'],
     ['src/compress/options.rs', 'CompressOptions', 'CompressOptions'],
-    ['src/compress/mod.rs', 'CompressStats', 'CompressStats'],
+    ['src/compress/output.rs', 'CompressStats', 'CompressStats'],
     ['src/message/validate.rs', 'ValidateOptions', 'ValidateOptions'],
     ['src/retrieve/options.rs', 'QueryOptions', 'QueryOptions'],
     ['src/retrieve/results.rs', 'QueryStats', 'QueryStats'],
@@ -193,9 +193,9 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
     ['src/compress/prepare.rs', 'PrepareStats', 'PrepareContextStats'],
     ['src/compress/prepare.rs', 'PrepareOutput', 'PrepareContextResult'],
   ];
-  // Keys that exist only on the JS side: the embedder object and the callbacks are passed to
-  // wasm separately, and the cache is its own argument of compressCached.
-  const jsOnly = { CompressOptions: ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency', 'cache'], PrepareContextOptions: ['embedder'] };
+  // Keys that exist only on the JS side: the embedder object, the callbacks, the cache and its
+  // key are passed to wasm as the compress export's own arguments.
+  const jsOnly = { CompressOptions: ['embedder', 'countTokens', 'summarizer', 'summarizerConcurrency', 'cache', 'cacheKey'], PrepareContextOptions: ['embedder'] };
   for (const [file, rust, ts] of pairs) {
     const r = rustKeys(file, rust);
     assert.ok(r.length > 0, `${rust}: no fields read`);

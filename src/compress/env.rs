@@ -1,0 +1,152 @@
+//! What every stage of one call reads: the parse, the units, the classification, the options,
+//! the query, the counter — and the per-call memos the budget's plans share.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashSet;
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::classify::Classes;
+use super::counter::Tokens;
+use super::fate::Known;
+use super::fold;
+use super::ids;
+use super::options::CompressOptions;
+use super::parse::{message_text, message_text_ref, Parsed, Units};
+use super::render::{FormKey, MsgOut};
+use super::summarize::{Prepared, Query};
+use crate::text::hash::FastMap;
+
+/// What a fold lists, most needed first, and the folded characters.
+pub(super) type FoldList = (Vec<String>, usize);
+
+/// One call's context (see the module docs).
+pub(super) struct Env<'a, 'v> {
+    pub parsed: &'a Parsed<'v>,
+    pub units: &'a Units<'v>,
+    pub classes: &'a Classes<'v>,
+    pub options: &'a CompressOptions,
+    pub terms: &'a Query,
+    pub tok: &'a Tokens<'a>,
+    /// Whether the call plans more than once (a budget): then what a plan computes per unit
+    /// and per message is kept for the next.
+    pub memoise: bool,
+    prepared: Vec<OnceCell<Rc<Prepared<'v>>>>,
+    ids: RefCell<FastMap<(usize, usize), String>>,
+    relevance: OnceCell<Vec<f64>>,
+    pub(super) messages: RefCell<FastMap<(usize, FormKey), Rc<MsgOut>>>,
+    knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
+    folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
+}
+
+impl<'a, 'v> Env<'a, 'v> {
+    pub(super) fn new(
+        parsed: &'a Parsed<'v>,
+        units: &'a Units<'v>,
+        classes: &'a Classes<'v>,
+        options: &'a CompressOptions,
+        terms: &'a Query,
+        tok: &'a Tokens<'a>,
+        memoise: bool,
+    ) -> Env<'a, 'v> {
+        Env {
+            parsed,
+            units,
+            classes,
+            options,
+            terms,
+            tok,
+            memoise,
+            prepared: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
+            ids: RefCell::default(),
+            relevance: OnceCell::new(),
+            messages: RefCell::default(),
+            knowns: RefCell::default(),
+            folds: RefCell::default(),
+        }
+    }
+
+    /// Unit `u`'s sentences scored and ordered (kept for the call's later plans).
+    pub(super) fn prepared(&self, u: usize, facts: bool) -> Rc<Prepared<'v>> {
+        let make = || Rc::new(Prepared::new(self.units.all[u].text, self.terms, facts));
+        if !self.memoise {
+            return make();
+        }
+        Rc::clone(self.prepared[u].get_or_init(make))
+    }
+
+    /// The marker id of the messages `range` (see [`ids::marker_id`]), computed once.
+    pub(super) fn range_id(&self, range: Range<usize>) -> String {
+        let key = (range.start, range.end);
+        if let Some(id) = self.ids.borrow().get(&key) {
+            return id.clone();
+        }
+        let values = self.parsed.values.get(range.clone()).unwrap_or_default();
+        let texts: Vec<std::borrow::Cow<'_, str>> = values.iter().map(message_text_ref).collect();
+        let id = ids::marker_id(
+            range.start + self.parsed.offset,
+            texts.iter().map(|t| t.as_ref()),
+        );
+        self.ids.borrow_mut().insert(key, id.clone());
+        id
+    }
+
+    /// Each message's relevance to the query (see `relevance.rs`), computed once.
+    pub(super) fn relevance(&self) -> &[f64] {
+        self.relevance
+            .get_or_init(|| super::relevance::message_relevance(self.parsed.values, self.terms))
+    }
+
+    /// The key tokens of the messages kept verbatim (`kept[i]`), for budget-fill summaries:
+    /// one [`Known`] per distinct set, with its index (a memo key).
+    pub(super) fn known(&self, kept: &[bool]) -> (usize, Rc<Known>) {
+        if let Some((k, (_, known))) = self
+            .knowns
+            .borrow()
+            .iter()
+            .enumerate()
+            .find(|(_, (set, _))| set.as_slice() == kept)
+        {
+            return (k, Rc::clone(known));
+        }
+        let text: Vec<String> = (0..self.parsed.len())
+            .filter(|&i| kept.get(i).copied().unwrap_or(false))
+            .map(|i| message_text(&self.parsed.values[i]))
+            .collect();
+        let set: HashSet<String> = self
+            .terms
+            .memo
+            .keys(&text.join("\n"))
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
+        let known = Rc::new(Known::new(set, self.terms));
+        let mut knowns = self.knowns.borrow_mut();
+        knowns.push((kept.to_vec(), Rc::clone(&known)));
+        (knowns.len() - 1, known)
+    }
+
+    /// What a fold of `range` lists and the folded characters ([`fold::candidates`]), computed
+    /// once per range and known set.
+    pub(super) fn fold_candidates(
+        &self,
+        range: Range<usize>,
+        known: (usize, &Known),
+    ) -> Rc<FoldList> {
+        let key = (range.start, range.end, known.0);
+        if let Some(c) = self.folds.borrow().get(&key) {
+            return Rc::clone(c);
+        }
+        let terms = self.terms;
+        let relevance = (!(terms.is_empty() && terms.cosines.is_empty())).then(|| self.relevance());
+        let c = Rc::new(fold::candidates(
+            self.parsed,
+            range,
+            terms,
+            known.1,
+            relevance,
+        ));
+        self.folds.borrow_mut().insert(key, Rc::clone(&c));
+        c
+    }
+}

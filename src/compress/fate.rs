@@ -1,0 +1,497 @@
+//! Stage 3, fate: what becomes of one unit at one rung of the ladder — kept (and why),
+//! replaced by a summary, a duplicate reference, a superseded marker, or a truncated preview.
+//!
+//! The default rung is lossless where it counts: JSON tool output (and tool output printed as
+//! a Python literal) is rendered without its syntax but with every value; other tool output
+//! keeps every key token (numbers, identifiers, paths, URLs); line-structured output stays as
+//! it is; the facts a user states about themselves stay. `lossyToolOutput` restores the lossy
+//! renderings (numeric series summarised, long strings and plain output summarised, lines
+//! summarised by status and paths). The fill rungs (a token budget) summarise every kind of
+//! text to the same share of its size, key tokens listed within it.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use super::cache;
+use super::classify::UnitInfo;
+use super::env::Env;
+use super::options::CompressOptions;
+use super::parse::UnitKind;
+use super::quotes;
+use super::summarize::{self, Level, Query};
+use super::values;
+use crate::text::keys;
+
+/// How hard a plan summarises compressible texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Rung {
+    /// Nothing summarised (a conversation below `minTokens`).
+    None,
+    /// The default pass's level.
+    Default,
+    /// Budget-fill: every text to this share of its characters, in millionths.
+    Fill(u32),
+}
+
+impl Rung {
+    /// A fill rung for a share (0–1).
+    pub(super) fn fill(ratio: f64) -> Rung {
+        Rung::Fill((ratio.clamp(0.0, 1.0) * 1e6).round() as u32)
+    }
+
+    /// The summary level of this rung.
+    pub(super) fn level(self) -> Level {
+        match self {
+            Rung::None => Level::NONE,
+            Rung::Default => Level::DEFAULT,
+            Rung::Fill(ppm) => Level::filling(f64::from(ppm) / 1e6),
+        }
+    }
+}
+
+/// What a plan does to one unit.
+pub(super) enum Fate {
+    /// Kept, with the trace's reason.
+    Keep(Cow<'static, str>),
+    /// Replaced by a summary (`action`: `summarized` or `code_split`).
+    Replace { body: String, action: &'static str },
+    /// A duplicate of a newer message's text.
+    Dup { of: usize, similarity: Option<u32> },
+    /// Corrected by a later message: the marker body, a compact fallback, the trace reason.
+    Superseded {
+        full: String,
+        compact: String,
+        reason: String,
+    },
+    /// Cut to a preview (the budget's last resort).
+    Truncate,
+}
+
+/// The key tokens of the messages a plan keeps verbatim (budget-fill summaries do not list
+/// them again), with the fingerprints cache keys need.
+pub(super) struct Known {
+    pub set: HashSet<String>,
+    /// The sorted set, hashed (budget-fill summaries depend on it).
+    fp: String,
+    /// The query's fingerprint.
+    query: String,
+}
+
+impl Known {
+    pub(super) fn new(set: HashSet<String>, terms: &Query) -> Known {
+        let (fp, query) = if terms.memo.has_cache() {
+            let mut sorted: Vec<&str> = set.iter().map(String::as_str).collect();
+            sorted.sort_unstable();
+            (
+                cache::key(&[sorted.join("\u{0}").as_bytes()]),
+                terms.fingerprint(),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        Known { set, fp, query }
+    }
+
+    /// The key tokens of `text` worth listing in a budget-fill summary: not known, code spans
+    /// of at most 40 characters, first occurrence order.
+    pub(super) fn fill_keys(&self, text: &str, terms: &Query) -> Vec<String> {
+        terms
+            .memo
+            .keys(text)
+            .iter()
+            .filter(|(k, kind)| {
+                (*kind != keys::KeyKind::Code || k.len() <= 40) && !self.set.contains(k)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// A summary of `text` at `level` from the caller's cache (keyed by the summariser, the
+    /// text, the level and the query), else computed.
+    fn cached(
+        &self,
+        tag: &str,
+        text: &str,
+        level: Level,
+        terms: &Query,
+        f: impl FnOnce() -> String,
+    ) -> String {
+        terms.memo.text(
+            &[
+                tag.as_bytes(),
+                text.as_bytes(),
+                &level_bytes(level),
+                self.query.as_bytes(),
+            ],
+            f,
+        )
+    }
+
+    /// As [`cached`](Self::cached), also keyed by the key tokens kept verbatim.
+    fn cached_with_known(
+        &self,
+        tag: &str,
+        text: &str,
+        level: Level,
+        terms: &Query,
+        f: impl FnOnce() -> String,
+    ) -> String {
+        terms.memo.text(
+            &[
+                tag.as_bytes(),
+                text.as_bytes(),
+                &level_bytes(level),
+                self.query.as_bytes(),
+                self.fp.as_bytes(),
+            ],
+            f,
+        )
+    }
+}
+
+/// A level as bytes (cache keys): every field that changes a summary.
+fn level_bytes(level: Level) -> Vec<u8> {
+    let mut b = Vec::with_capacity(33);
+    b.extend_from_slice(&level.ratio.to_bits().to_le_bytes());
+    b.extend_from_slice(&(level.min_chars as u64).to_le_bytes());
+    b.extend_from_slice(&(level.max_chars as u64).to_le_bytes());
+    b.extend_from_slice(&(level.max_keys as u64).to_le_bytes());
+    b.push(u8::from(level.fill));
+    b
+}
+
+/// The circumstances of one unit in one plan besides its rung.
+pub(super) struct Situation<'s> {
+    pub rung: Rung,
+    /// Cut to a preview (the budget's last resort).
+    pub truncate: bool,
+    /// Lossy renderings of tool output (`lossyToolOutput`; every fill rung is).
+    pub lossy: bool,
+    /// The later message that corrects this one, and its signal.
+    pub superseded: Option<&'s (usize, String)>,
+    pub known: &'s Known,
+}
+
+/// The fate of unit `u` (not a duplicate: the caller decided that) in situation `s`.
+pub(super) fn fate(env: &Env<'_, '_>, u: usize, s: &Situation<'_>) -> Fate {
+    let unit = env.units.all[u];
+    let options = env.options;
+    let info = env.classes.info(u, env.parsed, env.units, options);
+    let level = s.rung.level();
+    let t = unit.text;
+    let keep = |reason: &'static str| Fate::Keep(reason.into());
+    let fate = if info.short {
+        keep("short content")
+    } else if info.marker {
+        keep("already compressed")
+    } else if s.truncate {
+        Fate::Truncate
+    } else if level.ratio <= 0.0 {
+        keep("below minTokens")
+    } else if let (UnitKind::Prose, Some((by, signal))) = (unit.kind, s.superseded) {
+        let by_name = env.parsed.name(*by);
+        // What was said, briefly: the correction is what counts now.
+        let summary = if level.fill {
+            fill_prose(env, u, info, level, s.known)
+        } else {
+            summarize::prose(t, level.tighter(), env.terms)
+        };
+        Fate::Superseded {
+            full: format!("superseded by {by_name} ({signal}) — {summary}"),
+            compact: format!("superseded by {by_name} — {signal}"),
+            reason: format!("corrected by message {} ({signal})", by + env.parsed.offset),
+        }
+    } else if info.pattern {
+        keep("preserve pattern")
+    } else if level.fill {
+        fill_fate(env, u, info, level, s.known)
+    } else if let Some(prose_chars) = info.fence {
+        if prose_chars >= 80 {
+            match cached_code_split(t, level, env.terms, s.known) {
+                Some(body) => Fate::Replace {
+                    body,
+                    action: "code_split",
+                },
+                None => keep("code fences"),
+            }
+        } else {
+            keep("code fences with little prose")
+        }
+    } else if unit.kind == UnitKind::ToolOutput {
+        tool_output_fate(env, u, info, level, s)
+    } else if let Some(h) = info.hard {
+        Fate::Keep(format!("hard verbatim: {h}").into())
+    } else {
+        let body = if info.user {
+            s.known.cached("prose_facts", t, level, env.terms, || {
+                summarize::prose_with(t, level, env.terms, true)
+            })
+        } else {
+            s.known.cached("prose", t, level, env.terms, || {
+                summarize::prose(t, level, env.terms)
+            })
+        };
+        Fate::Replace {
+            body,
+            action: "summarized",
+        }
+    };
+    judge(fate, t, options)
+}
+
+/// Tool output at the default level: lossless unless `lossyToolOutput`.
+fn tool_output_fate(
+    env: &Env<'_, '_>,
+    u: usize,
+    info: &UnitInfo,
+    level: Level,
+    s: &Situation<'_>,
+) -> Fate {
+    let unit = env.units.all[u];
+    let t = unit.text;
+    let options = env.options;
+    let summarized = |body: String| Fate::Replace {
+        body,
+        action: "summarized",
+    };
+    if let Some(j) = info.json {
+        let v = &env.classes.json[j];
+        let lossless = !s.lossy;
+        return summarized(summarize::json_compact(
+            v,
+            level,
+            &env.classes.seen,
+            unit.msg,
+            lossless || options.preserve_numbers,
+            lossless,
+        ));
+    }
+    if info.structured {
+        if !s.lossy {
+            return Fate::Keep("structured tool output (lossless default)".into());
+        }
+        return summarized(s.known.cached("structured", t, level, env.terms, || {
+            summarize::structured(t, level)
+        }));
+    }
+    if let Some(h) = info.hard {
+        return Fate::Keep(format!("hard verbatim: {h}").into());
+    }
+    // Plain output: its best sentences and, by default, every key token it holds.
+    let level = if s.lossy {
+        level
+    } else {
+        Level {
+            max_keys: usize::MAX,
+            ..level
+        }
+    };
+    summarized(s.known.cached("prose", t, level, env.terms, || {
+        summarize::prose(t, level, env.terms)
+    }))
+}
+
+/// A unit's fate in budget-fill mode: every kind of text aims at `level.ratio` of its
+/// characters, its key tokens (those not kept verbatim elsewhere) listed within that share.
+fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: &Known) -> Fate {
+    let unit = env.units.all[u];
+    let t = unit.text;
+    let terms = env.terms;
+    let options = env.options;
+    let budget = level.budget(info.chars);
+    let summarized = |body: String| Fate::Replace {
+        body,
+        action: "summarized",
+    };
+    if info.fence.is_some() {
+        return match cached_code_split(t, level, terms, known) {
+            Some(body) => Fate::Replace {
+                body,
+                action: "code_split",
+            },
+            None => Fate::Keep("code fences".into()),
+        };
+    }
+    if unit.kind == UnitKind::ToolOutput {
+        if let Some(j) = info.json {
+            let v = &env.classes.json[j];
+            let seen = &env.classes.seen;
+            // Every number when the whole rendering fits the share; else the default rendering
+            // (long numeric arrays summarised) with the key tokens it left out, in the share.
+            let all = summarize::json_compact(v, level, seen, unit.msg, true, false);
+            if all.chars().count() <= budget {
+                return summarized(all);
+            }
+            // The values under fields the query names first, then the key tokens.
+            let mut candidates: Vec<String> = values::named_by_query(v, terms)
+                .into_iter()
+                .filter(|k| !known.set.contains(k))
+                .collect();
+            extend_unique(&mut candidates, known.fill_keys(t, terms));
+            let compact =
+                summarize::json_compact(v, level, seen, unit.msg, options.preserve_numbers, false);
+            if compact.chars().count() <= budget {
+                return summarized(summarize::fill(compact, &candidates, budget));
+            }
+            let share = summarize::sentence_share(&candidates, budget);
+            let body = summarize::json(v, Level::exact(share), info.chars, terms);
+            return summarized(summarize::fill(body, &candidates, budget));
+        }
+        if info.structured {
+            let level = Level::exact(budget);
+            return summarized(known.cached("structured", t, level, terms, || {
+                summarize::structured(t, level)
+            }));
+        }
+        // Other tool output: its values (both ends of a listing first) before its sentences.
+        let candidates: Vec<String> = values::tool_values_for(t, terms)
+            .into_iter()
+            .filter(|k| !known.set.contains(k))
+            .collect();
+        let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
+        let share = budget.saturating_sub(keys + 8);
+        let body = if share == 0 {
+            String::new()
+        } else {
+            env.prepared(u, false).pack(share, false)
+        };
+        return summarized(summarize::fill(body, &candidates, budget));
+    }
+    summarized(fill_prose(env, u, info, level, known))
+}
+
+/// `more` appended to `list`, each key once (a set beside the list: tool outputs carry
+/// thousands of values, and a scan of the list per key was quadratic).
+fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
+    let mut seen: std::collections::HashSet<String> = list.iter().cloned().collect();
+    for k in more {
+        if seen.insert(k.clone()) {
+            list.push(k);
+        }
+    }
+}
+
+/// Budget-fill prose: the best sentences (a user's fact sentences first), then the key tokens
+/// they left out (a user's fact values first), within `level.ratio` of the text.
+fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: &Known) -> String {
+    let t = env.units.all[u].text;
+    let terms = env.terms;
+    let tag = if info.user {
+        "fill_prose_facts"
+    } else {
+        "fill_prose"
+    };
+    known.cached_with_known(tag, t, level, terms, || {
+        let budget = level.budget(info.chars);
+        let prepared = env.prepared(u, info.user);
+        let mut candidates = if info.user {
+            prepared.fact_values()
+        } else {
+            Vec::new()
+        };
+        extend_unique(&mut candidates, known.fill_keys(t, terms));
+        let share = summarize::sentence_share(&candidates, budget);
+        let body = if share == 0 {
+            String::new()
+        } else {
+            prepared.pack(share, false)
+        };
+        summarize::fill(body, &candidates, budget)
+    })
+}
+
+/// [`summarize::code_split`] through the cache (`None` stored as an empty marker).
+fn cached_code_split(text: &str, level: Level, terms: &Query, known: &Known) -> Option<String> {
+    let v = known.cached(
+        "code_split",
+        text,
+        level,
+        terms,
+        || match summarize::code_split(text, level, terms) {
+            Some(s) => format!("1{s}"),
+            None => "0".into(),
+        },
+    );
+    v.strip_prefix('1').map(str::to_string)
+}
+
+/// `preserveQuotes` and `minConfidence` on a unit's fate: quotes the summary left out are
+/// appended; a summary whose confidence is below `minConfidence` is not used.
+fn judge(fate: Fate, original: &str, options: &CompressOptions) -> Fate {
+    let Fate::Replace { body, action } = fate else {
+        return fate;
+    };
+    let body = if options.preserve_quotes {
+        quotes::keep(body, original)
+    } else {
+        body
+    };
+    let c = if options.min_confidence > 0.0 {
+        confidence(&body, original)
+    } else {
+        1.0
+    };
+    if c < options.min_confidence {
+        return Fate::Keep(
+            format!(
+                "confidence {c:.2} below minConfidence {}",
+                options.min_confidence
+            )
+            .into(),
+        );
+    }
+    Fate::Replace { body, action }
+}
+
+/// The confidence of a summary (`minConfidence`): the share of the original's distinct key
+/// tokens it still contains, 1 when the original has none.
+pub(crate) fn confidence(summary: &str, original: &str) -> f64 {
+    let mut all: Vec<String> = keys::extract(original)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        return 1.0;
+    }
+    let kept = all
+        .iter()
+        .filter(|k| keys::contains_token(summary, k))
+        .count();
+    kept as f64 / all.len() as f64
+}
+
+/// The summary of a merged run's joined text at `level` (a user's facts kept by default).
+pub(super) fn merged_body(
+    env: &Env<'_, '_>,
+    joined: &str,
+    level: Level,
+    known: &Known,
+    user: bool,
+) -> String {
+    let terms = env.terms;
+    if level.fill {
+        return known.cached_with_known("fill_prose", joined, level, terms, || {
+            let budget = level.budget(joined.chars().count());
+            let prepared = summarize::Prepared::new(joined, terms, user);
+            let mut candidates = if user {
+                prepared.fact_values()
+            } else {
+                Vec::new()
+            };
+            extend_unique(&mut candidates, known.fill_keys(joined, terms));
+            let share = summarize::sentence_share(&candidates, budget);
+            let body = if share == 0 {
+                String::new()
+            } else {
+                prepared.pack(share, false)
+            };
+            summarize::fill(body, &candidates, budget)
+        });
+    }
+    let tag = if user { "prose_facts" } else { "prose" };
+    known.cached(tag, joined, level, terms, || {
+        summarize::prose_with(joined, level, terms, user)
+    })
+}

@@ -1,0 +1,156 @@
+//! Stage 5, fold: the budget's last resort replaces the oldest messages with one `user`
+//! message that lists what the next turn most likely needs from them
+//! (`[summary#1c9e04aa 5 messages folded | 83214 94016]`).
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use super::options::CompressOptions;
+use super::parse::{message_text, tool_outputs, Parsed};
+use super::summarize::Query;
+use super::{fate::Known, values};
+use crate::message::{Format, Role};
+use crate::text::keys;
+
+/// The messages `[start, end)` a plan folds: the oldest ones after the leading preserved-role
+/// messages, ending at the largest valid cut at most `start + want`. A cut is valid when the
+/// `user` summary that replaces the run keeps the provider's rules: OpenAI — the next message
+/// is not a tool result (its call would be gone); Anthropic — the next message is an assistant
+/// message and the run ends with a user message (alternation, and every tool result stays with
+/// its tool use). The newest message is folded only when `want` is `usize::MAX`; a
+/// preserved-role message never is.
+pub(super) fn range(parsed: &Parsed<'_>, options: &CompressOptions, want: usize) -> Range<usize> {
+    let n = parsed.len();
+    let views = &parsed.views;
+    let start = (0..n)
+        .find(|&i| !parsed.preserved_role(i, options))
+        .unwrap_or(n);
+    if want == 0 || n < 2 {
+        return start..start;
+    }
+    // OpenAI's rules only where the shape is unmistakably OpenAI's; otherwise cuts that keep
+    // both providers' rules.
+    let openai_only = parsed.format == Format::OpenAi
+        && views
+            .iter()
+            .any(|v| v.role() == Some(Role::Tool) || !v.tool_calls().is_empty());
+    let mut best = start;
+    // `usize::MAX`: everything may go, the newest message too (the budget's very last step).
+    let end = if want == usize::MAX { n + 1 } else { n };
+    for c in start + 1..end {
+        if c - start > want || parsed.preserved_role(c - 1, options) {
+            break;
+        }
+        let ok = if c == n {
+            true
+        } else if openai_only {
+            views[c].role() != Some(Role::Tool)
+        } else {
+            views[c].role() == Some(Role::Assistant) && views[c - 1].role() == Some(Role::User)
+        };
+        if ok {
+            best = c;
+        }
+    }
+    start..best
+}
+
+/// What a fold of `range` lists, most needed first: the values of the folded tool outputs,
+/// newest first, then the key tokens of every folded message — newest first or, under a query,
+/// the most relevant message first (newest first among equals). Key tokens kept verbatim
+/// elsewhere (`known`) are left out. Also the folded messages' characters.
+pub(super) fn candidates(
+    parsed: &Parsed<'_>,
+    range: Range<usize>,
+    terms: &Query,
+    known: &Known,
+    relevance: Option<&[f64]>,
+) -> (Vec<String>, usize) {
+    let values_of = parsed.values;
+    let mut chars = 0;
+    let mut out: Vec<String> = Vec::new();
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut order: Vec<usize> = range.clone().rev().collect();
+    if let Some(relevance) = relevance {
+        let of = |g: usize| relevance.get(g).copied().unwrap_or(0.0);
+        order.sort_by(|&a, &b| of(b).total_cmp(&of(a)));
+    }
+    for g in range.rev() {
+        for text in tool_outputs(&values_of[g], parsed.is_tool_message(g)) {
+            for k in values::tool_values_for(text, terms) {
+                if !known.set.contains(&k) && listed.insert(k.clone()) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    for &g in &order {
+        let text = message_text(&values_of[g]);
+        chars += crate::text::count_chars(&text);
+        for k in known.fill_keys(&text, terms) {
+            if listed.insert(k.clone()) {
+                out.push(k);
+            }
+        }
+    }
+    (out, chars)
+}
+
+/// The body of a folded summary within `budget` characters: `N messages folded | a b c`, the
+/// label dropped when it would crowd out values (a tiny budget), `N messages folded` when no
+/// value fits, nothing when not even that fits. Values are separated by one space (a comma
+/// costs a token of its own, and under the tightest budgets that token is a value), or by `, `
+/// when a candidate has white space in it (`94016, San Francisco`), so the list stays
+/// readable.
+pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String {
+    let label = format!("{count} messages folded");
+    let sep = if candidates
+        .iter()
+        .any(|k| k.chars().any(char::is_whitespace))
+    {
+        ", "
+    } else {
+        " "
+    };
+    let list = |room: usize| {
+        let mut out = String::new();
+        let mut used = 0;
+        let mut appended = keys::AppendedTokens::default();
+        for k in candidates {
+            let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
+            if used + len > room || appended.contains(k) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(sep);
+            }
+            out.push_str(k);
+            appended.add(k);
+            used += len;
+        }
+        out
+    };
+    let with_label = list(budget.saturating_sub(label.len() + 3));
+    let alone = list(budget);
+    if alone.is_empty() {
+        if label.len() <= budget {
+            label
+        } else {
+            String::new()
+        }
+    } else if with_label == alone {
+        format!("{label} | {alone}")
+    } else {
+        alone
+    }
+}
+
+/// The fold's marker text (no colon after the id, unlike other summaries: under the tightest
+/// budgets its token is a value).
+pub(super) fn marker(id: &str, body: &str) -> String {
+    if body.is_empty() {
+        format!("[summary#{id}]")
+    } else {
+        format!("[summary#{id} {body}]")
+    }
+}
