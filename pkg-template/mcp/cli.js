@@ -98,7 +98,11 @@ async function main() {
 
   const library = new Library({ roots: opts.roots, indexFile: opts.indexFile, ignore: opts.ignore, embedder: opts.embedder });
   library.on('notice', say);
-  await library.open();
+  // The model loads and the index opens while the server already answers `initialize`.
+  library.open().catch((e) => {
+    say(`cannot start: ${e.stack ?? e}`);
+    process.exit(1);
+  });
   const tools = createTools(library, { format: opts.format });
 
   let stopping = false;

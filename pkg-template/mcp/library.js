@@ -60,6 +60,8 @@ export class Library extends EventEmitter {
   indexing = false;
   /** Everything `notice` said, oldest first (at most 20). */
   notices = [];
+  /** Resolves once open() has the index (see open). */
+  ready = null;
 
   /**
    * @param {object} o
@@ -97,26 +99,36 @@ export class Library extends EventEmitter {
     return { embedder: identity, roots: this.#roots, labels: {}, added: [], excluded: [], docs: {} };
   }
 
-  /** Starts the worker (MiniLM, or the lexical embedder with a notice), reopens the index file and starts the first scan and the watcher. */
-  async open() {
-    this.#worker = await this.#startWorker();
-    await this.#restore();
-    const file = basename(this.#indexFile);
-    this.#watcher = new FolderWatcher(() => this.#changed(), (t) => this.#notice(t), new Set([file, `${file}.tmp`]));
-    this.sync().catch((e) => this.#notice(`scanning the folders failed: ${e.message}`));
-  }
-
-  async #startWorker() {
+  /**
+   * Starts the worker (MiniLM, or the lexical embedder with a notice), reopens the index file,
+   * then scans the folders and starts watching them, all as queued jobs: it returns at once (a
+   * server can answer `initialize` while the model loads), and `ready` resolves once the index is
+   * open (rejects if no worker can start).
+   */
+  open() {
     if (this.#want === 'minilm') {
       const missing = MODEL_FILES.filter((f) => !existsSync(f));
       if (missing.length > 0) {
         this.#notice(`MiniLM model files not found (${missing.join(', ')}): using the lexical embedder (BM25 and hashed n-grams, no semantic matching). Install a build of condense-ctx with models/ to get MiniLM.`);
-      } else {
-        try {
-          return await createWorker({ embedder: 'minilm' });
-        } catch (e) {
-          this.#notice(`MiniLM could not be loaded (${e.code ?? e.name}: ${e.message}): using the lexical embedder.`);
-        }
+        this.#want = 'lexical';
+      }
+    }
+    this.ready = this.#enqueue(async () => {
+      this.#worker = await this.#startWorker();
+      await this.#restore();
+    });
+    const file = basename(this.#indexFile);
+    this.#watcher = new FolderWatcher(() => this.#changed(), (t) => this.#notice(t), new Set([file, `${file}.tmp`]));
+    this.sync().catch((e) => this.#notice(`scanning the folders failed: ${e.message}`));
+    return this.ready;
+  }
+
+  async #startWorker() {
+    if (this.#want === 'minilm') {
+      try {
+        return await createWorker({ embedder: 'minilm' });
+      } catch (e) {
+        this.#notice(`MiniLM could not be loaded (${e.code ?? e.name}: ${e.message}): using the lexical embedder.`);
       }
     }
     return createWorker({ embedder: 'lexical' });
@@ -222,7 +234,7 @@ export class Library extends EventEmitter {
   }
 
   async #scanAndUpdate() {
-    if (this.#closed) return null;
+    if (this.#closed || !this.#index) return null;
     const t0 = Date.now();
     this.indexing = true;
     try {

@@ -522,7 +522,7 @@ export function createTools(library, { format: defaultFormat = 'compact' } = {})
         case 'query_documents':
         case 'query_documents_compressed': answer = await queryTool(name, args); break;
         case 'expand_chunk': answer = await expandTool(args); break;
-        case 'list_documents': answer = listTool(args); break;
+        case 'list_documents': await library.ready; answer = listTool(args); break;
         case 'add_documents': answer = await addTool(args); break;
         case 'remove_documents': answer = await removeTool(args); break;
       }

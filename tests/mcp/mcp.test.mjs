@@ -259,6 +259,14 @@ test('MiniLM by default; without the model files the lexical embedder, with a no
   const args = ['--docs', docs];
   const m = await connectStdio(installed.bin, args, { cwd: dir });
   try {
+    // The server answers initialize while the model loads; a first query waits for the first
+    // scan and gets its progress.
+    const progress = [];
+    const first = await call(m.client, 'query_documents_compressed', { query: 'harbour pilots sign in' }, { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true });
+    assert.ok(first.structuredContent.results.length > 0);
+    assert.ok(progress.length >= 2, JSON.stringify(progress));
+    assert.ok(progress.every((p, i) => p.total === 5 && (i === 0 || p.progress > progress[i - 1].progress)), JSON.stringify(progress));
+    assert.deepEqual([progress[0].progress, progress.at(-1).progress], [0, 5]);
     const list = await until(m.client, 'list_documents', {}, (r) => r.structuredContent.status.documents === 5 && !r.structuredContent.status.indexing);
     assert.equal(list.structuredContent.status.embedder, 'minilm');
     assert.deepEqual(list.structuredContent.status.notices, []);
