@@ -23,56 +23,44 @@ const format = (dflt) => ({
   description: `Layout of the text answer (default: ${dflt}). compact: "[1] chunk_id § Section > Subsection (score)" then the content; verbose: every field on its own line; json: the structured answer as JSON text.`,
 });
 
-const resultSchema = {
-  type: 'object',
-  properties: {
-    chunk_id: { type: 'string', description: 'Stable id of the chunk ("{doc_id}#{ordinal}"), for expand_chunk.' },
-    doc_id: { type: 'string', description: 'The document: for files, the followed folder\'s name and the path below it.' },
-    score: { type: 'number', description: 'Calibrated relevance in [0, 1]; never increases down the list.' },
-    header_path: { type: 'string', description: 'Markdown headers above the chunk, outermost first, joined with " > " (empty for plain text).' },
-    file_path: { type: ['string', 'null'], description: 'Absolute path of the source file (null for added texts).' },
-    content: { type: 'string', description: 'The chunk\'s text (ends in "..." when truncated).' },
-    truncated: { type: 'boolean', description: 'Whether content was cut (a factual query\'s result); expand_chunk gives the full text.' },
-  },
-  required: ['chunk_id', 'doc_id', 'score', 'header_path', 'file_path', 'content', 'truncated'],
-};
+/** A schema property: its JSON type(s) and what it means. */
+const prop = (type, description) => ({ type, description });
+/** An object schema whose properties are all required (output shapes always hold every key). */
+const object = (properties, extra = {}) => ({ type: 'object', ...extra, properties, required: Object.keys(properties) });
 
-const statsSchema = {
-  type: 'object',
-  description: 'What each compression stage kept (seed names).',
-  properties: {
-    original_count: { type: 'integer', description: 'Ranked candidates before compression.' },
-    after_threshold: { type: 'integer', description: 'Left after the min_score filter.' },
-    after_dedup: { type: 'integer', description: 'Left after removing near-duplicates and semantic duplicates.' },
-    after_doc_limit: { type: 'integer', description: 'Left after max_chunks_per_doc.' },
-    returned: { type: 'integer', description: 'Returned (after top_n).' },
-    clusters_merged: { type: 'integer', description: 'Duplicates merged into a better-ranked result.' },
-    truncated: { type: 'integer', description: 'Results whose content was cut.' },
-    tokens_before: { type: 'integer', description: 'Estimated tokens of the returned results\' full contents.' },
-    tokens_after: { type: 'integer', description: 'Estimated tokens of the contents returned.' },
-  },
-  required: ['original_count', 'after_threshold', 'after_dedup', 'after_doc_limit', 'returned', 'clusters_merged', 'truncated', 'tokens_before', 'tokens_after'],
-};
-
-const queryOutput = (withStats) => ({
-  type: 'object',
-  properties: {
-    results: { type: 'array', items: resultSchema },
-    query_kind: { type: 'string', enum: ['factual', 'conceptual'], description: 'How the query was classified (factual results are truncated by query_documents_compressed).' },
-    ...(withStats ? { compression_stats: statsSchema } : {}),
-  },
-  required: ['results', 'query_kind', ...(withStats ? ['compression_stats'] : [])],
+const resultSchema = object({
+  chunk_id: prop('string', 'Stable id of the chunk ("{doc_id}#{ordinal}"), for expand_chunk.'),
+  doc_id: prop('string', 'The document: for files, the followed folder\'s name and the path below it.'),
+  score: prop('number', 'Calibrated relevance in [0, 1]; never increases down the list.'),
+  header_path: prop('string', 'Markdown headers above the chunk, outermost first, joined with " > " (empty for plain text).'),
+  file_path: prop(['string', 'null'], 'Absolute path of the source file (null for added texts).'),
+  content: prop('string', 'The chunk\'s text (ends in "..." when truncated).'),
+  truncated: prop('boolean', 'Whether content was cut (a factual query\'s result); expand_chunk gives the full text.'),
 });
 
-const chunkSchema = {
-  type: 'object',
-  properties: {
-    chunk_id: resultSchema.properties.chunk_id,
-    header_path: resultSchema.properties.header_path,
-    content: { type: 'string', description: 'The chunk\'s full text.' },
-  },
-  required: ['chunk_id', 'header_path', 'content'],
-};
+const statsSchema = object({
+  original_count: prop('integer', 'Ranked candidates before compression.'),
+  after_threshold: prop('integer', 'Left after the min_score filter.'),
+  after_dedup: prop('integer', 'Left after removing near-duplicates and semantic duplicates.'),
+  after_doc_limit: prop('integer', 'Left after max_chunks_per_doc.'),
+  returned: prop('integer', 'Returned (after top_n).'),
+  clusters_merged: prop('integer', 'Duplicates merged into a better-ranked result.'),
+  truncated: prop('integer', 'Results whose content was cut.'),
+  tokens_before: prop('integer', 'Estimated tokens of the returned results\' full contents.'),
+  tokens_after: prop('integer', 'Estimated tokens of the contents returned.'),
+}, { description: 'What each compression stage kept (seed names).' });
+
+const queryOutput = (withStats) => object({
+  results: { type: 'array', items: resultSchema },
+  query_kind: { ...prop('string', 'How the query was classified (factual results are truncated by query_documents_compressed).'), enum: ['factual', 'conceptual'] },
+  ...(withStats ? { compression_stats: statsSchema } : {}),
+});
+
+const { chunk_id: chunkId, doc_id: docId, header_path: headerPath, file_path: filePath } = resultSchema.properties;
+const fullText = prop('string', 'The chunk\'s full text.');
+const chunkSchema = object({ chunk_id: chunkId, header_path: headerPath, content: fullText });
+const sizes = { documents: prop('integer', 'Documents in the index now.'), chunks: prop('integer', 'Chunks in the index now.') };
+const ids = (description) => ({ type: 'array', items: { type: 'string' }, description });
 
 const pathList = (what) => ({
   type: 'array',
@@ -136,20 +124,16 @@ export function toolDefinitions(defaultFormat) {
         required: ['chunk_id'],
         additionalProperties: false,
       },
-      outputSchema: {
-        type: 'object',
-        properties: {
-          chunk_id: resultSchema.properties.chunk_id,
-          doc_id: resultSchema.properties.doc_id,
-          file_path: resultSchema.properties.file_path,
-          header_path: resultSchema.properties.header_path,
-          content: { type: 'string', description: 'The chunk\'s full text.' },
-          chunks_in_document: { type: 'integer', description: 'How many chunks the document has.' },
-          before: { type: 'array', items: chunkSchema, description: 'Neighbouring chunks before it, in document order.' },
-          after: { type: 'array', items: chunkSchema, description: 'Neighbouring chunks after it, in document order.' },
-        },
-        required: ['chunk_id', 'doc_id', 'file_path', 'header_path', 'content', 'chunks_in_document', 'before', 'after'],
-      },
+      outputSchema: object({
+        chunk_id: chunkId,
+        doc_id: docId,
+        file_path: filePath,
+        header_path: headerPath,
+        content: fullText,
+        chunks_in_document: prop('integer', 'How many chunks the document has.'),
+        before: { type: 'array', items: chunkSchema, description: 'Neighbouring chunks before it, in document order.' },
+        after: { type: 'array', items: chunkSchema, description: 'Neighbouring chunks after it, in document order.' },
+      }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     {
@@ -165,50 +149,34 @@ export function toolDefinitions(defaultFormat) {
         },
         additionalProperties: false,
       },
-      outputSchema: {
-        type: 'object',
-        properties: {
-          documents: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                doc_id: resultSchema.properties.doc_id,
-                source: { type: 'string', enum: ['file', 'text'], description: 'A file under a followed folder or added by path, or a text added with add_documents.' },
-                file_path: resultSchema.properties.file_path,
-                bytes: { type: 'integer' },
-                chunks: { type: 'integer' },
-              },
-              required: ['doc_id', 'source', 'file_path', 'bytes', 'chunks'],
-            },
-          },
-          matching: { type: 'integer', description: 'Documents matching prefix (documents holds at most limit of them, from offset).' },
-          status: {
-            type: 'object',
-            properties: {
-              folders: { type: 'array', items: { type: 'string' }, description: 'Folders followed (--docs, then folders added by path).' },
-              embedder: { type: 'string', enum: ['minilm', 'lexical'] },
-              documents: { type: 'integer' },
-              chunks: { type: 'integer' },
-              indexing: { type: 'boolean', description: 'Whether files are being (re-)indexed now.' },
-              index_file: { type: 'string' },
-              watching: { type: ['integer', 'string'], description: 'Folders watched for changes, or "polling".' },
-              last_scan: {
-                type: ['object', 'null'],
-                description: 'The last scan of the folders: files found, files (re-)embedded, removed, unchanged, skipped, and its duration.',
-                properties: {
-                  files: { type: 'integer' }, embedded: { type: 'integer' }, removed: { type: 'integer' },
-                  unchanged: { type: 'integer' }, skipped: { type: 'integer' }, ms: { type: 'number' },
-                },
-              },
-              skipped: { type: 'array', items: { type: 'object', properties: { file_path: { type: 'string' }, reason: { type: 'string' } }, required: ['file_path', 'reason'] } },
-              notices: { type: 'array', items: { type: 'string' }, description: 'What the server had to tell (embedder fallback, rebuilt index, ...).' },
-            },
-            required: ['folders', 'embedder', 'documents', 'chunks', 'indexing', 'index_file', 'watching', 'last_scan', 'skipped', 'notices'],
-          },
+      outputSchema: object({
+        documents: {
+          type: 'array',
+          items: object({
+            doc_id: docId,
+            source: { ...prop('string', 'A file under a followed folder or added by path, or a text added with add_documents.'), enum: ['file', 'text'] },
+            file_path: filePath,
+            bytes: prop('integer', 'Size of the file or text.'),
+            chunks: prop('integer', 'Chunks the document was split into.'),
+          }),
         },
-        required: ['documents', 'matching', 'status'],
-      },
+        matching: prop('integer', 'Documents matching prefix (documents holds at most limit of them, from offset).'),
+        status: object({
+          folders: { ...ids('Folders followed (--docs, then folders added by path).') },
+          embedder: { ...prop('string', 'minilm, or lexical (no model files, or chosen).'), enum: ['minilm', 'lexical'] },
+          documents: prop('integer', 'Documents in the index.'),
+          chunks: prop('integer', 'Chunks in the index.'),
+          indexing: prop('boolean', 'Whether files are being (re-)indexed now.'),
+          index_file: prop('string', 'Where the index is saved.'),
+          watching: prop(['integer', 'string'], 'Folders watched for changes, or "polling".'),
+          last_scan: {
+            ...prop(['object', 'null'], 'The last scan of the folders: files found, files (re-)embedded, removed, unchanged, skipped, and its duration.'),
+            properties: Object.fromEntries(['files', 'embedded', 'removed', 'unchanged', 'skipped', 'ms'].map((k) => [k, { type: 'number' }])),
+          },
+          skipped: { type: 'array', items: object({ file_path: prop('string', 'The file.'), reason: prop('string', 'Why it is not indexed.') }) },
+          notices: ids('What the server had to tell (embedder fallback, rebuilt index, ...).'),
+        }),
+      }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     {
@@ -237,16 +205,11 @@ export function toolDefinitions(defaultFormat) {
         anyOf: [{ required: ['paths'] }, { required: ['documents'] }],
         additionalProperties: false,
       },
-      outputSchema: {
-        type: 'object',
-        properties: {
-          paths: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, doc_ids: { type: 'array', items: { type: 'string' } } }, required: ['path', 'doc_ids'] } },
-          texts: { type: 'array', items: { type: 'string' }, description: 'doc_ids of the texts, in order.' },
-          documents: { type: 'integer', description: 'Documents in the index now.' },
-          chunks: { type: 'integer', description: 'Chunks in the index now.' },
-        },
-        required: ['paths', 'texts', 'documents', 'chunks'],
-      },
+      outputSchema: object({
+        paths: { type: 'array', items: object({ path: prop('string', 'The path, absolute.'), doc_ids: ids('The documents it gave.') }) },
+        texts: ids('doc_ids of the texts, in order.'),
+        ...sizes,
+      }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     {
@@ -262,16 +225,11 @@ export function toolDefinitions(defaultFormat) {
         anyOf: [{ required: ['ids'] }, { required: ['paths'] }],
         additionalProperties: false,
       },
-      outputSchema: {
-        type: 'object',
-        properties: {
-          removed: { type: 'array', items: { type: 'string' }, description: 'doc_ids removed.' },
-          not_found: { type: 'array', items: { type: 'string' }, description: 'ids and paths that matched nothing.' },
-          documents: { type: 'integer' },
-          chunks: { type: 'integer' },
-        },
-        required: ['removed', 'not_found', 'documents', 'chunks'],
-      },
+      outputSchema: object({
+        removed: ids('doc_ids removed.'),
+        not_found: ids('ids and paths that matched nothing.'),
+        ...sizes,
+      }),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
   ];
