@@ -390,7 +390,7 @@ export function createTools(library, { format: defaultFormat = 'compact' } = {})
     const at = doc ? doc.chunks.findIndex((c) => c.id === id) : -1;
     if (at < 0) {
       const reason = doc
-        ? `no chunk ${JSON.stringify(id)}: the document ${JSON.stringify(docId)} has chunks #0 to #${doc.chunks.length - 1} now (it may have changed since the query)`
+        ? `no chunk ${JSON.stringify(id)}: the document ${JSON.stringify(docId)} has ${doc.chunks.length === 0 ? 'no chunks (no text)' : `chunks #0 to #${doc.chunks.length - 1}`} now (it may have changed since the query)`
         : `no chunk ${JSON.stringify(id)} in the index: chunk ids come from query results ("{doc_id}#{ordinal}"); its document may have been removed`;
       throw new CondenseError('invalid_input', 'chunk_id', `invalid_input at chunk_id: ${reason}`, reason);
     }
