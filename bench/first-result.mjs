@@ -16,6 +16,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { syntheticCorpus } from './synthetic.mjs';
+import { seedDependencies } from '../tests/mcp/app.mjs';
 
 const arg = (name, def) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : def);
 const runs = Number(arg('--runs', '3'));
@@ -72,15 +73,20 @@ const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-desti
 const app = join(tmp, 'app');
 mkdirSync(app);
 writeFileSync(join(app, 'package.json'), '{"name":"app","private":true}');
+seedDependencies(app); // the mcp bin's dependencies, offline (tests/mcp/app.mjs)
 execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', join(tmp, packed.filename)], { cwd: app, stdio: 'ignore' });
 const condenseInstalled = du(join(app, 'node_modules'));
 const peerInstalled = du(join(peers, 'node_modules'));
-const peerBiggest = readdirSync(join(peers, 'node_modules'), { withFileTypes: true })
+/** The packages of a node_modules folder, biggest first. */
+const packages = (dir) => readdirSync(join(dir, 'node_modules'), { withFileTypes: true })
   .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-  .flatMap((e) => (e.name.startsWith('@') ? readdirSync(join(peers, 'node_modules', e.name)).map((s) => `${e.name}/${s}`) : [e.name]))
-  .map((name) => ({ name, size: du(join(peers, 'node_modules', name)) }))
+  .flatMap((e) => (e.name.startsWith('@') ? readdirSync(join(dir, 'node_modules', e.name)).map((s) => `${e.name}/${s}`) : [e.name]))
+  .map((name) => ({ name, size: du(join(dir, 'node_modules', name)) }))
   .sort((a, b) => b.size - a.size);
+const peerBiggest = packages(peers);
 const peerCount = peerBiggest.length;
+// condense-ctx and the dependencies of its mcp bin (never loaded by the library entry).
+const condenseCount = packages(app).length;
 const entry = join(app, 'node_modules', 'condense-ctx', 'node.js');
 
 // ------------------------------------------------------------------ runs
@@ -116,7 +122,7 @@ const ms = (x) => `${Math.round(x).toLocaleString('en-US')} ms`;
 contenders.forEach((c, i) => {
   const rs = results[i];
   const m = (k) => median(rs.map((x) => x.mark[k]));
-  const size = i === 0 ? `${mb(condenseInstalled)} (1 package)` : `${mb(peerInstalled)} (${peerCount} packages)`;
+  const size = i === 0 ? `${mb(condenseInstalled)} (${condenseCount} packages: condense-ctx and its mcp bin's dependencies, ${mb(du(join(app, 'node_modules', 'condense-ctx')))} alone)` : `${mb(peerInstalled)} (${peerCount} packages)`;
   say(`| ${c.name} | ${size} | ${ms(m('imported'))} | ${ms(m('modelLoaded'))} | ${ms(m('indexed'))} | **${ms(m('firstResult'))}** | ${ms(median(rs.map((x) => x.wall)))} | ${rs[0].top[0]} |`);
 });
 say();

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { seedDependencies } from '../tests/mcp/app.mjs';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const args = process.argv.slice(2);
@@ -50,6 +51,8 @@ try {
   cpSync(join(root, 'tests/hosts/app/web'), join(app, 'web'), { recursive: true });
   cpSync(join(root, 'tests/hosts/fixtures'), join(tmp, 'fixtures'), { recursive: true });
   writeFileSync(join(app, 'package.json'), '{"name":"app","private":true,"version":"1.0.0"}');
+  // The mcp bin's dependencies, as the registry gives them (offline: from tests/mcp).
+  seedDependencies(app);
   execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', join(tmp, packed.filename)], { cwd: app, stdio: 'ignore' });
   const installed = join(app, 'node_modules/condense-ctx');
   const modelBytes = files(installed).filter((f) => relative(installed, f).startsWith('models')).reduce((s, f) => s + statSync(f).size, 0);
@@ -58,7 +61,8 @@ try {
     tarball: packed.size,
     unpacked: packed.unpackedSize,
     files: packed.entryCount,
-    installed: du(join(app, 'node_modules')),
+    installed: du(installed),
+    installedWithDependencies: du(join(app, 'node_modules')),
     models: modelBytes,
     dependencies: Object.keys(pkgJson.dependencies ?? {}).length,
   };
@@ -129,7 +133,7 @@ try {
 const s = (x) => `${kb(x.raw)} raw, ${kb(x.gzip)} gzip, ${kb(x.brotli)} brotli`;
 const p = report.package;
 console.log(`condense-ctx ${p.version} (${report.node})`);
-console.log(`  tarball            ${kb(p.tarball)} (${p.files} files), unpacked ${kb(p.unpacked)}, installed ${kb(p.installed)}, ${p.dependencies} dependencies, models ${kb(p.models)}`);
+console.log(`  tarball            ${kb(p.tarball)} (${p.files} files), unpacked ${kb(p.unpacked)}, installed ${kb(p.installed)} (${kb(p.installedWithDependencies)} with the ${p.dependencies} dependencies of the mcp bin), models ${kb(p.models)}`);
 console.log(`  condense_bg.wasm   ${s(report.wasm)}`);
 for (const [f, x] of Object.entries(report.esbuild)) console.log(`  esbuild ${f.padEnd(18)} ${s(x)} (minified JS, + the wasm)`);
 console.log(`  vite (every export, createWorker's worker included): all JS ${s(report.vite.js)} (+ the wasm)`);

@@ -12,7 +12,11 @@
 //!   semantic dedup → `maxChunksPerDoc` → `topN`, query classification, truncation, formats, stats.
 
 /// One retrievable unit: a piece of a document, as the index stores and ranks it.
+///
+/// JSON keys are camelCase (`docId`, `headerPath`), as `Index.get` in the npm package declares
+/// them; the index file's binary format does not name fields.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Chunk {
     /// Stable id: `{docId}#{ordinal}` (ordinal counts the document's chunks from 0).
     pub id: String,

@@ -13,6 +13,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, extname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seedDependencies } from '../mcp/app.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = resolve(here, '../..');
@@ -48,7 +49,9 @@ before(() => {
   cpSync(join(here, 'app'), app, { recursive: true });
   cpSync(join(here, 'fixtures'), join(tmp, 'fixtures'), { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, version: '1.0.0' }, null, 2));
-  // Offline, from the tarball: nothing may come from a registry.
+  // Offline, from the tarball: nothing may come from a registry. The dependencies of the mcp bin
+  // (which the library entry never loads) are copied in as the registry would give them.
+  seedDependencies(app);
   const r = run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', tarball.path]);
   assert.equal(r.status, 0, `npm install of the tarball failed:\n${r.stderr}`);
 });
