@@ -1,7 +1,7 @@
 //! The incremental cache of `compress` (seed 004 §05.06) and the per-call memo under it.
 //!
 //! **What it is.** [`CompressCache`] is a plain value the caller keeps between calls (the API
-//! stays stateless): pass it to [`compress_cached`](super::compress_cached) (JS:
+//! stays stateless): pass it in the context ([`CompressContext::with_cache`](super::CompressContext::with_cache); JS:
 //! `options.cache`, returned updated as `result.cache`), and the expensive per-text work of
 //! earlier calls is reused. It is JSON-serialisable ([`CompressCache::to_json`] /
 //! [`CompressCache::from_json`]), versioned and bounded.
@@ -389,7 +389,9 @@ struct MemoInner {
 impl Memo {
     /// A memo over the caller's cache for one call (its generation advanced).
     pub(crate) fn with_cache(mut cache: CompressCache) -> Memo {
-        cache.generation += 1;
+        // Saturating: a cache is input, and a generation of u64::MAX must not overflow (it
+        // only makes every entry as recent as the next).
+        cache.generation = cache.generation.saturating_add(1);
         cache.warning = None;
         Memo {
             inner: Rc::new(RefCell::new(MemoInner {
@@ -557,6 +559,21 @@ impl Memo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cache read back with the largest generation (checksum and all valid) is used, not an
+    /// overflow: the generation saturates.
+    #[test]
+    fn the_largest_generation_saturates() {
+        let mut cache = CompressCache::new();
+        cache.generation = u64::MAX;
+        let back = CompressCache::from_json(&cache.to_json(), "cache").unwrap();
+        assert_eq!(back.warning(), None);
+        let memo = Memo::with_cache(back);
+        assert_eq!(memo.text(&[b"t", b"x"], || "s".into()), "s");
+        let after = memo.take_cache(100).unwrap();
+        assert_eq!(after.generation(), u64::MAX);
+        assert_eq!(after.len(), 1);
+    }
 
     #[test]
     fn json_round_trip_and_checksum() {

@@ -38,7 +38,7 @@ impl<T: ?Sized> MaybeSendSync for T {}
 /// result is deterministic only then). An `Err` stops the call with that error.
 ///
 /// ```
-/// use condense::compress::{compress_in, CompressContext, CompressOptions, TokenCounter};
+/// use condense::compress::{compress, CompressContext, CompressOptions, TokenCounter};
 /// struct Words;
 /// impl TokenCounter for Words {
 ///     fn count(&self, text: &str) -> Result<usize, condense::Error> {
@@ -46,7 +46,7 @@ impl<T: ?Sized> MaybeSendSync for T {}
 ///     }
 /// }
 /// let messages = vec![serde_json::json!({"role": "user", "content": "one two three"})];
-/// let ctx = CompressContext { counter: Some(&Words), ..CompressContext::default() };
+/// let ctx = CompressContext::new().with_counter(&Words);
 /// let out = compress(&messages, &CompressOptions::default(), ctx)?;
 /// assert_eq!(out.stats.tokens_before, 3);
 /// # Ok::<(), condense::Error>(())

@@ -19,15 +19,15 @@
 //! warning in `stats.warnings`.
 //!
 //! Because wasm is synchronous and a JS summariser is async, the protocol has two phases:
-//! 1. [`summary_requests_json`](super::summary_requests_json) runs the pipeline and returns
-//!    one [`SummaryRequest`] per text it summarised: an id (a hash of the original text), the
+//! 1. [`compress`](super::compress) runs the pipeline and returns (in
+//!    [`CompressOutput::requests`](super::CompressOutput::requests)) one [`SummaryRequest`] per text it summarised: an id (a hash of the original text), the
 //!    text to give the summariser, the deterministic summary's size as a target;
 //! 2. the caller obtains the summaries (in JS with a concurrency limit) and compresses with
 //!    `options.summaries = {id: text}`: the same pipeline, each supplied summary in place of
 //!    the deterministic one where accepted. The output is deterministic given the summaries,
 //!    keeps the `[summary#id: …]` markers, and `uncompress` restores the input byte for byte.
 //!
-//! Natively, [`compress_in`](super::compress_in) with a [`Summarizer`] in the context runs
+//! Natively, [`compress`](super::compress) with a [`Summarizer`] in the context runs
 //! both phases.
 
 use std::collections::BTreeMap;

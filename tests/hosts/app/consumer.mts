@@ -77,9 +77,10 @@ const counterKind: TokenCounterKind = 'estimate';
 const method: CompressMethod = 'hierarchical';
 const workerCompressOptions: Required<WorkerCompressOptions> = {
   preserveRoles: ['system'], recencyWindow: 2, minChars: 80, dedup: true, fuzzyDedup: true, fuzzyThreshold: 0.9,
-  preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, tokenBudget: 2000,
-  targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
-  tokenCounter: counterKind, method, summaries: { abc: 'a summary' }, cache: null, cacheLimit: 5000, prefixStable: false,
+  preservePatterns: ['TICKET-\\d+'], query: 'files', preserveCode: true, preserveNumbers: false, lossyToolOutput: false,
+  tokenBudget: 2000, targetRatio: null, minTokens: 0, trace: true, format: 'openai', embedder: lexicalEmbedder(),
+  tokenCounter: counterKind, method, summaries: { abc: 'a summary' }, cache: null, cacheKey: 'a secret', cacheLimit: 5000,
+  prefixStable: false,
   importanceScoring: true, importanceThreshold: 0.65, contradictionDetection: true, preserveQuotes: true, minConfidence: 0,
 };
 const summarizer: Summarizer = async (text: string, r: SummaryRequest): Promise<string> => {
@@ -226,10 +227,10 @@ const wr: WatermarkRequestResult = watermarkRequest(body, state, wrOptions);
 const wrCovered: Covers<WatermarkRequestResult, 'body' | 'state' | 'stats' | 'warnings'> = true;
 const crOptions: Required<CompressRequestOptions> = {
   preserveRoles: ['system'], recencyWindow: 4, minChars: 120, dedup: true, fuzzyDedup: false, fuzzyThreshold: 0.85,
-  preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, tokenBudget: null, targetRatio: 0.5,
-  minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
+  preservePatterns: [], query: null, preserveCode: true, preserveNumbers: false, lossyToolOutput: false, tokenBudget: null,
+  targetRatio: 0.5, minTokens: 0, trace: false, provider: 'openai', embedder: lexicalEmbedder(),
   tokenCounter: 'estimate', countTokens: (text: string) => text.length, method: 'extractive', summaries: null,
-  cache: null, cacheLimit: 100, prefixStable: true,
+  cache: null, cacheKey: 'a secret', cacheLimit: 100, prefixStable: true,
   importanceScoring: false, importanceThreshold: 0.65, contradictionDetection: false, preserveQuotes: false, minConfidence: 0,
 };
 const cr: CompressRequestResult = compressRequest(body, crOptions);
