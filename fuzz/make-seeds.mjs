@@ -8,7 +8,7 @@
 // Each seed is small: libFuzzer mutates from them, so a few of each shape reach the code faster
 // than many of one. Deterministic: the same fixtures and CLI write the same files.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -68,25 +68,27 @@ for (const [name, o] of [
   ['watermark', { format: 'anthropic', placeholder: true, clearToolInputs: true, keepLastToolResults: 1, excludeTools: ['mcp__memory__*'], keepThinking: true }],
   ['state', { watermark: 't2' }],
   ['query', { topN: 5, denseWeight: 0.5, lexicalWeight: 0.5, minScore: 0, maxChunksPerDoc: 2, similarityThreshold: 0.9, format: 'json' }],
-  ['index', { chunk: { minChars: 50, maxChars: 400 }, bm25: { k1: 1.2, b: 0.75 }, vector: { segmentSize: 64 } }],
+  ['index', { chunk: { minChars: 50, maxChars: 400 }, bm25: { k1: 1.2, b: 0.75 } }],
   ['prepare', { tokenBudget: 50, query: 'build error' }],
 ]) {
   seed('options', `${name}.json`, JSON.stringify(o));
 }
 
-// index: a small index with one HNSW graph (70 documents, segments of 64), as it is (first
-// byte even) and as a body (first byte odd: the target adds the header and the checksum).
-const docs = jsonl('tests/fixtures/retrieval/docs.jsonl').slice(0, 70)
-  .map((d) => ({ id: d._id, text: d.text.slice(0, 300) }));
-writeFileSync(join(tmp, 'docs.jsonl'), docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
-const small = docs.slice(0, 4);
-writeFileSync(join(tmp, 'small.jsonl'), small.map((d) => JSON.stringify(d)).join('\n') + '\n');
-for (const [name, file, options] of [
-  ['graph', 'docs.jsonl', '{"vector":{"segmentSize":64}}'],
-  ['small', 'small.jsonl', '{}'],
+// index: small indexes without a graph (the CLI cannot set a segment size small enough for
+// one), as they are (first byte even) and as bodies (first byte odd: the target adds the
+// header and the checksum). The seed with an HNSW graph, graph-file.bin, is written by
+// src/retrieve/index.rs's test `fuzz_index_seed_is_current` (CONDENSE_WRITE_FIXTURES=1), which
+// builds it with segments of 64 vectors.
+const docs = jsonl('tests/fixtures/retrieval/docs.jsonl').slice(0, 12)
+  .map((d) => ({ id: d._id, text: d.text.slice(0, 400) }));
+for (const [name, slice, options] of [
+  ['twelve', docs, '{"chunk":{"minChars":50,"maxChars":200}}'],
+  ['small', docs.slice(0, 3), '{}'],
 ]) {
+  const file = join(tmp, `${name}.jsonl`);
+  writeFileSync(file, slice.map((d) => JSON.stringify(d)).join('\n') + '\n');
   const out = join(tmp, `${name}.cndx`);
-  run(['index', '--docs', join(tmp, file), '--out', out, '--lexical', '--index-options', options]);
+  run(['index', '--docs', file, '--out', out, '--lexical', '--index-options', options]);
   const bytes = readFileSync(out);
   seed('index', `${name}-file.bin`, Buffer.concat([Buffer.from([0]), bytes]));
   // CNDX, u32 version | body | u64 FNV-1a of the body.
@@ -121,8 +123,10 @@ for (const [command, name, body] of [
 
 for (const [target, files] of seeds) {
   const dir = at(`fuzz/seeds/${target}`);
-  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
+  for (const old of readdirSync(dir)) {
+    if (!(target === 'index' && old === 'graph-file.bin')) rmSync(join(dir, old));
+  }
   for (const [name, bytes] of files) writeFileSync(join(dir, name), bytes);
   console.log(`${target}: ${files.length} seeds, ${files.reduce((n, [, b]) => n + b.length, 0)} bytes`);
 }

@@ -858,6 +858,23 @@ mod tests {
         }
     }
 
+    /// The fuzz target `index`'s seed with an HNSW graph (the CLI cannot build one small
+    /// enough): a leading 0 byte (the bytes as they are), then a sound 70-document index with
+    /// segments of 64. `CONDENSE_WRITE_FIXTURES=1` writes it again after a format change.
+    #[test]
+    fn fuzz_index_seed_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/seeds/index/graph-file.bin");
+        let (index, _) = index(70, true);
+        let mut bytes = vec![0u8];
+        bytes.extend(index.serialize().unwrap_or_else(|e| panic!("{e}")));
+        if std::env::var_os("CONDENSE_WRITE_FIXTURES").is_some() {
+            std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(committed == bytes, "{} is not what this test builds", path.display());
+    }
+
     #[test]
     fn sound_indexes_still_read_and_answer() {
         let (index, embedder) = index(70, true);
