@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use condense::compress::{compress_json, CompressOptions};
+use condense::compress::{compress_json, CompressContext, CompressOptions};
 use condense::message::{check_json, validate_json, RawDocument, ValidateOptions, MAX_DEPTH};
 use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
 use serde_json::Value;
@@ -108,7 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         (
             "compress_json",
-            Box::new(|t| compress_json(t, &compress).is_ok()),
+            Box::new(|t| compress_json(t, &compress, CompressContext::new()).is_ok()),
         ),
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); ops.len()];

@@ -2,7 +2,9 @@
 //! What the crate refuses it refuses with a typed error and the path, the same for every
 //! operation and every shape of the input (bare array, request body, values).
 
-use condense::compress::{compress, compress_json, uncompress_json, CompressOptions};
+use condense::compress::{
+    compress, compress_json, uncompress_json, CompressContext, CompressOptions,
+};
 use condense::message::{
     validate, validate_json, Format, ValidateOptions, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH,
 };
@@ -31,7 +33,7 @@ fn refusals(json: &str) -> Vec<(String, &'static str, String)> {
     push("watermark", watermark(json).map(|_| ()));
     push(
         "compress",
-        compress_json(json, &CompressOptions::default()).map(|_| ()),
+        compress_json(json, &CompressOptions::default(), CompressContext::new()).map(|_| ()),
     );
     push("uncompress", uncompress_json(json, "{}").map(|_| ()));
     out
@@ -128,7 +130,7 @@ fn nesting_has_one_limit_for_every_operation_and_shape() {
         let ok = shape.replace("{}", &fits);
         assert!(validate_json(&ok, &ValidateOptions::default()).is_ok());
         assert!(watermark(&ok).is_ok());
-        assert!(compress_json(&ok, &CompressOptions::default()).is_ok());
+        assert!(compress_json(&ok, &CompressOptions::default(), CompressContext::new()).is_ok());
         let too_deep = shape.replace("{}", &deeper);
         for (code, op, path) in refusals(&too_deep) {
             assert_eq!(code, "invalid_json", "{op}");
@@ -152,7 +154,7 @@ fn a_message_over_the_size_limit_is_too_large() {
         format!(r#"[{{"role":"user","content":"hi"}},{{"role":"user","content":"{text}"}}]"#);
     assert_refused(&json, "too_large", "messages[1]");
     let value: Vec<Value> = serde_json::from_str(&json).unwrap_or_default();
-    let e = compress(&value, &CompressOptions::default()).unwrap_err();
+    let e = compress(&value, &CompressOptions::default(), CompressContext::new()).unwrap_err();
     assert_eq!((e.code(), e.path()), ("too_large", "messages[1]"));
 }
 

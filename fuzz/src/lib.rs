@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 
 use condense::compress::{
-    compress_json, compress_json_cached, prepare_context, uncompress_json, CompressCache,
+    compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
     CompressOptions, PrepareOptions,
 };
 use condense::embed::Embedder;
@@ -116,7 +116,10 @@ pub fn messages(data: &[u8]) {
         Ok(o) => o,
         Err(e) => panic!("the fuzz target's own compress options were refused: {e}"),
     };
-    if let Some(out) = typed("compress", compress_json(json, &options)) {
+    if let Some(out) = typed(
+        "compress",
+        compress_json(json, &options, CompressContext::new()),
+    ) {
         let original = message_texts(json).expect("compress accepted what RawDocument refuses");
         if !MARKERS.iter().any(|m| json.contains(m)) {
             let back = uncompress_json(&out.json, &out.verbatim)
@@ -289,7 +292,10 @@ pub fn options(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let json = text.as_ref();
     if let Some(o) = typed("CompressOptions", CompressOptions::from_json(json)) {
-        typed("compress", compress_json(CONVERSATION, &o));
+        typed(
+            "compress",
+            compress_json(CONVERSATION, &o, CompressContext::new()),
+        );
     }
     if let Some(o) = typed("WatermarkOptions", WatermarkOptions::from_json(json)) {
         typed(
@@ -367,7 +373,11 @@ pub fn cache(data: &[u8]) {
         let o = CompressOptions::from_json(options).expect("the target's compress options");
         typed(
             "compress with a cache",
-            compress_json_cached(CONVERSATION, &o, None, &mut cache),
+            compress_json(
+                CONVERSATION,
+                &o,
+                CompressContext::new().with_cache(&mut cache),
+            ),
         );
     }
     let written = cache.to_json();

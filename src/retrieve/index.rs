@@ -872,7 +872,11 @@ mod tests {
             std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
         }
         let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(committed == bytes, "{} is not what this test builds", path.display());
+        assert!(
+            committed == bytes,
+            "{} is not what this test builds",
+            path.display()
+        );
     }
 
     #[test]
