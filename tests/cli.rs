@@ -7,25 +7,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 fn condense(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn condense");
-    // A usage error exits before reading stdin: the write may then meet a closed pipe, which
-    // is not the test's failure (its exit code and output are what the tests look at).
-    match child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
-        _ => {}
-    }
-    child.wait_with_output().expect("wait")
+    condense_bytes(args, stdin.as_bytes())
 }
 
 fn lines(out: &Output) -> Vec<Value> {
@@ -283,12 +265,12 @@ fn condense_bytes(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn condense");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
+    // A usage error exits before reading stdin: the write may then meet a closed pipe, which
+    // is not the test's failure (its exit code and output are what the tests look at).
+    match child.stdin.take().expect("stdin").write_all(stdin) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
     child.wait_with_output().expect("wait")
 }
 
