@@ -2,9 +2,7 @@
 //! What the crate refuses it refuses with a typed error and the path, the same for every
 //! operation and every shape of the input (bare array, request body, values).
 
-use condense::compress::{
-    compress, compress_json, uncompress_json, CompressContext, CompressOptions,
-};
+use condense::compress::{compress_json, uncompress_json, CompressContext, CompressOptions};
 use condense::message::{
     validate, validate_json, Format, ValidateOptions, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH,
 };
