@@ -26,12 +26,36 @@ export class CondenseError extends Error {
   }
 }
 
+/** wasm-bindgen's own errors about an object, and what they mean to the caller. */
+const OBJECT_ERRORS = [
+  ['null pointer passed to rust', 'the object was freed (free()) and cannot be used any more'],
+  ['Attempt to use a moved value', 'the object was freed (free()) and cannot be used any more'],
+  ['recursive use of an object detected', 'the object is busy: a callback (onProgress) called into it while it was working; call it after the call returns'],
+  ['Invalid stale object from previous Wasm instance', 'the object lived in a module instance that trapped and was replaced; create it again'],
+];
+
+function invalidState(path, reason) {
+  return new CondenseError('invalid_state', path, `invalid_state${path ? ` at ${path}` : ''}: ${reason}`, reason);
+}
+
+/** Any error as what the package throws: a CondenseError with a code where one applies. */
 function convert(e) {
   if (e instanceof CondenseError) return e;
   if (e && e.name === 'CondenseError' && typeof e.code === 'string') {
     return new CondenseError(e.code, e.path ?? '', e.message, e.reason);
   }
+  const message = typeof e?.message === 'string' ? e.message : '';
+  for (const [text, reason] of OBJECT_ERRORS) {
+    if (message.includes(text)) return invalidState('', reason);
+  }
   return e;
+}
+
+/** A trap (`WebAssembly.RuntimeError`: a bug, or memory exhausted) as the error callers get. */
+function trapError(e) {
+  const reason = `the wasm module trapped (${e.message}); it was replaced by a new instance, ` +
+    'and objects made before (indexes, embedders) answer invalid_state. Please report this with the input';
+  return new CondenseError('internal', '', `internal: ${reason}`, reason);
 }
 
 /** JSON text of a message array, or a CondenseError (not an array, cycles, BigInt). */
@@ -131,15 +155,6 @@ function held(v, key) {
   return JSON.stringify(v);
 }
 
-function guard(f) {
-  return function condense(...args) {
-    try {
-      return f(...args);
-    } catch (e) {
-      throw convert(e);
-    }
-  };
-}
 
 const LOAD_KEYS = new Set([
   'model', 'tokenizer', 'modelPath', 'tokenizerPath', 'modelUrl', 'tokenizerUrl',
@@ -215,7 +230,88 @@ export function wrap(glue, host) {
   let lexical = null;
   // The exact token counter of each model embedder (tokenCounter: 'model'): the engine's.
   const modelCounters = new WeakMap();
-  const defaultEmbedder = () => (lexical ??= glue.Embedder.lexical());
+  // Which instance of the module is live: a trap replaces it (`recover`) and counts one up;
+  // objects made earlier remember theirs and answer invalid_state.
+  let generation = 0;
+  let replaceFailed = false;
+  /** After a trap: a new instance of the same module (its memory is lost with the old one). */
+  const recover = () => {
+    generation++;
+    lexical = null;
+    try {
+      glue.__wbg_reset_state();
+      replaceFailed = false;
+    } catch {
+      replaceFailed = true; // retried by the next call
+    }
+  };
+  /** `f` with every error a CondenseError where one applies, and a trap survived. */
+  const guard = (f) => function condense(...args) {
+    if (replaceFailed) recover();
+    try {
+      return f(...args);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) {
+        recover();
+        throw trapError(e);
+      }
+      throw convert(e);
+    }
+  };
+  /** An object made by the module (an index, an embedder): the glue object of one instance,
+   * which answers invalid_state once freed, stale (made before a trap) or busy (called from its
+   * own callback). */
+  class Held {
+    #inner;
+    #generation = generation;
+    #busy = false;
+    #what;
+    constructor(inner, what) { this.#inner = inner; this.#what = what; }
+    /** The glue object, if it may be used now. */
+    live() {
+      if (this.#inner === null) throw invalidState(this.#what, `this ${this.#what} was freed (free()) and cannot be used any more`);
+      if (this.#generation !== generation) {
+        throw invalidState(this.#what, `this ${this.#what} lived in a module instance that trapped and was replaced; create it again`);
+      }
+      if (this.#busy) {
+        throw invalidState(this.#what, `this ${this.#what} is busy: a callback (onProgress) called into it; call it after the call returns`);
+      }
+      return this.#inner;
+    }
+    /** `f(glue object)` with the object marked busy meanwhile (its callbacks run inside). */
+    busy(f) {
+      const inner = this.live();
+      this.#busy = true;
+      try {
+        return f(inner);
+      } finally {
+        this.#busy = false;
+      }
+    }
+    /** Releases the glue object: once; never into an instance it did not live in. */
+    free() {
+      if (this.#inner === null) return;
+      if (this.#busy) this.live(); // throws: busy
+      const inner = this.#inner;
+      this.#inner = null;
+      if (this.#generation === generation) inner.free();
+    }
+  }
+  /** The embedder handed to callers: one wasm Embedder behind a Held. */
+  class Embedder {
+    #held;
+    constructor(inner) { this.#held = new Held(inner, 'embedder'); }
+    /** The glue object (throws invalid_state for a freed or stale embedder). */
+    static inner(e) { return e.#held.live(); }
+    identity() { return guard(() => this.#held.live().identity())(); }
+    embed(texts) { return guard(() => this.#held.live().embed(texts))(); }
+    loadInfo() { return guard(() => this.#held.live().loadInfo())(); }
+    free() { guard(() => this.#held.free())(); }
+  }
+  const defaultEmbedder = () => {
+    if (lexical === null) lexical = new Embedder(glue.Embedder.lexical());
+    return Embedder.inner(lexical);
+  };
   /** The messages' JSON text as the `compress` export takes it: `[input, units, bounds]` —
    * the text itself, or (in Node, with long strings) the text written into wasm memory as
    * UTF-16 pieces (piecesOf; host.writeUtf16) with their ends. */
@@ -251,13 +347,18 @@ export function wrap(glue, host) {
     host.writeUtf16(text, glue.wasmMemory().buffer, at);
     return text.length;
   };
+  /** The glue embedder of `options.embedder` (the lexical one by default). */
   const embedderOf = (options) => {
     const e = options?.embedder;
     if (e === undefined || e === null) return defaultEmbedder();
-    if (!(e instanceof glue.Embedder)) {
+    if (!(e instanceof Embedder)) {
       throw new CondenseError('invalid_options', 'options.embedder', 'invalid_options at options.embedder: expected an Embedder (lexicalEmbedder() or loadEmbedder())', 'expected an Embedder');
     }
-    return e;
+    try {
+      return Embedder.inner(e);
+    } catch (err) {
+      throw new CondenseError(err.code, 'options.embedder', `${err.code} at options.embedder: ${err.reason}`, err.reason);
+    }
   };
   const withoutEmbedder = (options) => {
     if (options === undefined || options === null) return null;
@@ -387,8 +488,8 @@ export function wrap(glue, host) {
 
   /** An in-memory hybrid index (BM25 + vectors); see index.d.ts. */
   class Index {
-    #inner;
-    constructor(inner) { this.#inner = inner; }
+    #held;
+    constructor(inner) { this.#held = new Held(inner, 'index'); }
     static create(options) {
       return guard(() => new Index(glue.Index.create(embedderOf(options), withoutEmbedder(options))))();
     }
@@ -404,22 +505,22 @@ export function wrap(glue, host) {
       return guard(() => {
         const onProgress = options?.onProgress;
         const cb = typeof onProgress === 'function' ? (phase, done, total) => onProgress({ phase, done, total }) : undefined;
-        return this.#inner.add(documents, cb);
+        return this.#held.busy((inner) => inner.add(documents, cb));
       })();
     }
-    remove(ids) { return guard(() => this.#inner.remove(ids))(); }
-    get(id) { return guard(() => this.#inner.get(String(id)))(); }
-    get size() { return this.#inner.size; }
-    get chunks() { return this.#inner.chunks; }
-    identity() { return this.#inner.identity(); }
-    serialize() { return guard(() => this.#inner.serialize())(); }
+    remove(ids) { return guard(() => this.#held.live().remove(ids))(); }
+    get(id) { return guard(() => this.#held.live().get(String(id)))(); }
+    get size() { return guard(() => this.#held.live().size)(); }
+    get chunks() { return guard(() => this.#held.live().chunks)(); }
+    identity() { return guard(() => this.#held.live().identity())(); }
+    serialize() { return guard(() => this.#held.live().serialize())(); }
     query(question, options) {
       return guard(() => {
         if (typeof question !== 'string') throw new CondenseError('invalid_input', 'question', 'invalid_input at question: expected a string', 'expected a string');
-        return this.#inner.query(question, options ?? null);
+        return this.#held.live().query(question, options ?? null);
       })();
     }
-    free() { this.#inner.free(); }
+    free() { guard(() => this.#held.free())(); }
   }
 
   /** Loads the MiniLM embedder: bytes, paths (Node), URLs, or the files shipped in the package. */
@@ -459,11 +560,23 @@ export function wrap(glue, host) {
     return guard(() => {
       // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
       const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), digest);
-      const embedder = glue.Embedder.external(
-        JSON.parse(m.identity()), JSON.parse(m.loadInfo()), (texts) => m.embedFlat(texts));
-      modelCounters.set(embedder, (text) => m.countTokens(text));
+      // A trap in the engine's module replaces that instance as `guard` does the core's (every
+      // model loaded in it is then stale: invalid_state); the core reports the CondenseError.
+      const embedFlat = (texts) => {
+        try {
+          return m.embedFlat(texts);
+        } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) {
+            try { engine.__wbg_reset_state(); } catch { /* the next load instantiates it */ }
+            throw trapError(e);
+          }
+          throw convert(e);
+        }
+      };
+      const inner = glue.Embedder.external(JSON.parse(m.identity()), JSON.parse(m.loadInfo()), embedFlat);
+      modelCounters.set(inner, (text) => m.countTokens(text));
       onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });
-      return embedder;
+      return new Embedder(inner);
     })();
   }
 
@@ -486,7 +599,7 @@ export function wrap(glue, host) {
       });
       return flat;
     };
-    return guard(() => glue.Embedder.external(identity, null, call))();
+    return guard(() => new Embedder(glue.Embedder.external(identity, null, call)))();
   }
 
   return {
@@ -502,7 +615,10 @@ export function wrap(glue, host) {
       return glue.compressResults(candidates, question, withoutEmbedder(options), embedderOf(options));
     }),
     embed: guard((texts, options) => embedderOf(options).embed(texts)),
-    lexicalEmbedder: () => defaultEmbedder(),
+    lexicalEmbedder: guard(() => {
+      defaultEmbedder();
+      return lexical;
+    }),
     applyWatermark: guard((messages, state, options) => {
       const text = stringifyMessages(messages);
       const plan = glue.watermarkPlan(text, state ?? null, options ?? null);

@@ -20,7 +20,20 @@ export type ToolCall = { id: string; type?: 'function'; function: { name: string
 /** A provider's message shape. */
 export type Format = 'anthropic' | 'openai';
 
-/** Every error code (`CondenseError.code`). Stable across releases. */
+/**
+ * Every error code (`CondenseError.code`). Stable across releases. Among them:
+ * - `invalid_json`: not JSON, a key twice in one object (`{"messages": [], "messages": [...]}`,
+ *   which JSON.parse and a raw reader read differently), or a message nested deeper than 127
+ *   levels; `path` names the spot.
+ * - `invalid_options` / `invalid_state`: also a `NaN` or `±Infinity` anywhere in an options or
+ *   state object (JSON has no such numbers: `JSON.stringify` would write `null`).
+ * - `too_large`: a message of more than 64 MiB of JSON, an index document of more than 8 MiB, an index
+ *   past 1,048,576 chunks.
+ * - `invalid_state`: an object (an `Index`, an `Embedder`) that was freed, that is busy (called
+ *   from its own `onProgress`), or that lived in a module instance that trapped.
+ * - `internal`: a bug, or wasm memory exhausted: the module trapped. The package replaced the
+ *   instance; the next call works; objects made before answer `invalid_state`.
+ */
 export type ErrorCode =
   | 'invalid_json'
   | 'invalid_input'
@@ -37,7 +50,12 @@ export type ErrorCode =
 /** The codes, as an array. */
 export const ERROR_CODES: readonly ErrorCode[];
 
-/** Thrown for bad input: branch on `code`, show `path`. The wasm instance stays usable. */
+/**
+ * Thrown for bad input: branch on `code`, show `path`. Every function throws this and only this
+ * for anything the package can name (a trap of the wasm module included: `internal`, after which
+ * the package runs a new instance), besides the caller's own callbacks' errors where a function
+ * passes them on.
+ */
 export class CondenseError extends Error {
   readonly name: 'CondenseError';
   /** What went wrong, as a stable code. */
@@ -644,7 +662,7 @@ export interface Embedder {
     integerMatmuls: number;
     loadMs: number;
   } | null;
-  /** Releases the wasm memory (only once no index uses it). */
+  /** Releases the wasm memory (only once no index uses it). Calls after it throw `invalid_state`. */
   free(): void;
 }
 
@@ -798,7 +816,10 @@ export class Index {
   serialize(): Uint8Array;
   /** Same as `query(index, question, options)`. */
   query(question: string, options?: QueryOptions | null): QueryResult;
-  /** Releases the wasm memory. */
+  /**
+   * Releases the wasm memory. Calls after it (and calls from inside this index's own `add`, in an
+   * `onProgress` callback) throw `invalid_state`; a second `free()` does nothing.
+   */
   free(): void;
 }
 

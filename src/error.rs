@@ -158,11 +158,16 @@ impl Error {
 /// Reads a contract type (options, state) from JSON text, naming the exact bad field
 /// (`prefix` is the path of the document itself, e.g. `options`):
 /// `options.excludeTools[2]: invalid type: integer `3`, expected a string`.
+///
+/// A key twice in one object, or nesting deeper than [`MAX_DEPTH`](crate::message::MAX_DEPTH),
+/// is [`ErrorKind::InvalidJson`] at its path (serde_json would read the first or the last
+/// of two keys depending on the type; `JSON.parse` reads the last).
 pub fn read_json<T: serde::de::DeserializeOwned>(
     json: &str,
     kind: ErrorKind,
     prefix: &str,
 ) -> Result<T, Error> {
+    crate::message::check_json(json, prefix, crate::message::MAX_DEPTH)?;
     let de = &mut serde_json::Deserializer::from_str(json);
     let value = serde_path_to_error::deserialize(de).map_err(|e| path_error(e, kind, prefix))?;
     Ok(value)

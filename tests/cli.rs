@@ -7,25 +7,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 fn condense(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn condense");
-    // A usage error exits before reading stdin: the write may then meet a closed pipe, which
-    // is not the test's failure (its exit code and output are what the tests look at).
-    match child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
-        _ => {}
-    }
-    child.wait_with_output().expect("wait")
+    condense_bytes(args, stdin.as_bytes())
 }
 
 fn lines(out: &Output) -> Vec<Value> {
@@ -272,4 +254,119 @@ fn compress_context_cases() {
     }
     assert!(ran >= 6, "{ran}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// [`condense`] with stdin as bytes (which need not be UTF-8).
+fn condense_bytes(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn condense");
+    // A usage error exits before reading stdin: the write may then meet a closed pipe, which
+    // is not the test's failure (its exit code and output are what the tests look at).
+    match child.stdin.take().expect("stdin").write_all(stdin) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
+    child.wait_with_output().expect("wait")
+}
+
+// Finding 9: the CLI stopped at a line that is not UTF-8, and the lines after it were never
+// processed. Now the line gets an error line and the next lines go on.
+#[test]
+fn a_line_that_is_not_utf8_is_an_error_line_and_the_next_lines_go_on() {
+    let mut stdin = Vec::new();
+    stdin.extend_from_slice(br#"{"id":1,"messages":[{"role":"user","content":"a"}]}"#);
+    stdin.extend_from_slice(
+        b"\n{\"id\":2,\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}\r\n",
+    );
+    stdin.extend_from_slice(br#"{"id":3,"messages":[{"role":"user","content":"c"}]}"#);
+    stdin.push(b'\n');
+    for command in ["validate", "watermark", "compress"] {
+        let out = condense_bytes(&[command], &stdin);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let got = lines(&out);
+        assert_eq!(got.len(), 3, "{command}");
+        assert_eq!(got[0]["id"], 1);
+        assert_eq!(
+            got[1]["id"], 2,
+            "the line number stands for the unreadable id"
+        );
+        assert_eq!(got[1]["error"]["code"], "invalid_json", "{command}");
+        assert_eq!(got[2]["id"], 3);
+        assert!(got[2].get("error").is_none(), "{command}");
+    }
+}
+
+// Findings 4 and the duplicate-key rule, through the CLI: the same codes and paths as the
+// library and the npm package.
+#[test]
+fn lines_with_a_key_twice_are_error_lines() {
+    let stdin = [
+        r#"{"id":1,"messages":[],"messages":[{"role":"user","content":"x"}]}"#,
+        r#"{"id":2,"messages":[{"role":"user","role":"assistant","content":"x"}]}"#,
+        r#"{"id":3,"messages":[{"role":"user","content":"x"}],"options":{"placeholder":true,"placeholder":false}}"#,
+        r#"{"id":4,"messages":{"model":"m","messages":[],"messages":[{"role":"user","content":"x"}]}}"#,
+    ]
+    .join("\n");
+    let out = condense(&["watermark"], &stdin);
+    assert_eq!(out.status.code(), Some(1));
+    let got = lines(&out);
+    let codes: Vec<(&str, &str)> = got
+        .iter()
+        .map(|l| {
+            (
+                l["error"]["code"].as_str().unwrap_or(""),
+                l["error"]["path"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("invalid_json", "messages"),
+            ("invalid_json", "messages[0].role"),
+            ("invalid_json", "options.placeholder"),
+            ("invalid_json", "messages.messages"),
+        ]
+    );
+    assert_eq!(
+        got[1]["id"], 2,
+        "the id is read when the repeated key is elsewhere"
+    );
+    let out = condense(
+        &[
+            "watermark",
+            "--options",
+            r#"{"format":"openai","format":"anthropic"}"#,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid_json at options.format"));
+}
+
+// Finding 1: a crafted HNSW neighbour id made `condense query --index FILE` panic inside
+// instant-distance (exit code 101), and every line after was lost. Finding 3: counts that
+// overflow. Now reading the file is an `invalid_index` error (exit 1) before any line.
+#[test]
+fn crafted_index_files_are_invalid_index() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    for name in [
+        "hnsw-neighbour.cndx",
+        "chunk-count-overflow.cndx",
+        "bm25-total-length.cndx",
+    ] {
+        let path = dir.join(name);
+        let out = condense(
+            &["query", "--index", path.to_str().unwrap_or_default()],
+            "{\"id\":1,\"text\":\"parser token\",\"options\":{\"denseWeight\":1,\"minScore\":0}}\n",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("invalid_index"), "{name}: {stderr}");
+    }
 }

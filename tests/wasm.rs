@@ -191,6 +191,47 @@ fn errors_are_values_not_traps() {
     assert!(apply_watermark_json("[]", &st, &opts).is_ok());
 }
 
+/// Crafted index files (tests/fixtures/hostile, built by `src/retrieve/index.rs`'s tests):
+/// issue 28's findings 1 and 3. In wasm the chunk counts' u32 sum wrapped and `deserialize`
+/// trapped with "capacity overflow"; the neighbour id out of range trapped in `query`. Each is
+/// now `invalid_index` on reading, and the module goes on.
+#[wasm_bindgen_test]
+fn crafted_indexes_are_invalid_index_in_wasm() {
+    use condense::embed::Embedder;
+    use condense::retrieve::index::Index;
+    use condense::retrieve::options::QueryOptions;
+    for (name, bytes) in [
+        (
+            "hnsw-neighbour",
+            &include_bytes!("fixtures/hostile/hnsw-neighbour.cndx")[..],
+        ),
+        (
+            "chunk-count-overflow",
+            &include_bytes!("fixtures/hostile/chunk-count-overflow.cndx")[..],
+        ),
+        (
+            "bm25-total-length",
+            &include_bytes!("fixtures/hostile/bm25-total-length.cndx")[..],
+        ),
+    ] {
+        match Index::deserialize(bytes) {
+            Err(e) => assert_eq!(e.code(), "invalid_index", "{name}"),
+            Ok(index) => {
+                // (Main read them; this is where it trapped.)
+                let options = QueryOptions::from_json(r#"{"denseWeight":1,"minScore":0}"#).unwrap();
+                let _ = index.query("parser token", &options, &Embedder::lexical());
+                panic!("{name} was read");
+            }
+        }
+    }
+    assert!(apply_watermark_json(
+        "[]",
+        &WatermarkState::default(),
+        &WatermarkOptions::default()
+    )
+    .is_ok());
+}
+
 const RETRIEVAL_DOCS: &str = include_str!("fixtures/retrieval/docs.jsonl");
 const RETRIEVAL_QUERIES: &str = include_str!("fixtures/retrieval/queries.jsonl");
 

@@ -506,12 +506,28 @@ fn huge_and_deep_messages() {
     assert!(out.stats.chars_before > 10_000_000);
     assert!(out.stats.chars_after < 1_000);
 
-    // Nesting far past serde_json's recursion limit (128) inside messages that are dropped or
-    // rewritten: raw surgery never parses it, so it is removed or copied byte for byte.
-    let deep = "[".repeat(5000) + &"]".repeat(5000);
-    let text = format!(
-        r#"[{{"role":"user","content":"s"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"a","name":"n","input":{deep}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"a","content":"r"}},{{"type":"custom","data":{deep}}}]}},{{"role":"assistant","content":[{{"type":"tool_use","id":"c","name":"compress_to_checkpoint","input":{{}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","content":"ok"}}]}}]"#
-    );
+    // Deep nesting inside messages that are dropped or rewritten: raw surgery never parses it,
+    // so it is removed or copied byte for byte. 120 levels of arrays inside a block: within a
+    // message's limit (MAX_MESSAGE_DEPTH, 127, the message and its content and block counting).
+    let conversation = |deep: &str| {
+        format!(
+            r#"[{{"role":"user","content":"s"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"a","name":"n","input":{deep}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"a","content":"r"}},{{"type":"custom","data":{deep}}}]}},{{"role":"assistant","content":[{{"type":"tool_use","id":"c","name":"compress_to_checkpoint","input":{{}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","content":"ok"}}]}}]"#
+        )
+    };
+    // Past the limit (5,000 levels) it is `invalid_json` at the path where it goes too deep,
+    // the same as every other operation and shape (issue 28: it used to pass through here and
+    // be refused in a request body).
+    let too_deep = "[".repeat(5000) + &"]".repeat(5000);
+    let err = apply_watermark_json(
+        &conversation(&too_deep),
+        &WatermarkState::default(),
+        &WatermarkOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "invalid_json");
+    assert!(err.path().starts_with("messages[1].content[0].input[0]"));
+    let deep = "[".repeat(120) + &"]".repeat(120);
+    let text = conversation(&deep);
     let out = apply_watermark_json(
         &text,
         &WatermarkState::default(),

@@ -1,7 +1,9 @@
 //! The `condense` CLI (DESIGN.md §7): JSONL in, JSONL out, one output line per input line.
 //!
 //! A bad line stops nothing: its output line is `{"id": …, "error": {code, path, message}}`
-//! and the exit code is 1 at the end; usage errors exit 2.
+//! and the exit code is 1 at the end; usage errors exit 2. A line that is not UTF-8, or whose
+//! JSON has a key twice in one object, is such a bad line (`invalid_json`), as is one that is
+//! not JSON at all.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -12,7 +14,7 @@ fn main() -> std::process::ExitCode {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-mod cli {
+pub(crate) mod cli {
     use std::io::{self, BufRead, BufWriter, Write};
     use std::process::ExitCode;
 
@@ -185,7 +187,24 @@ mod cli {
     }
 
     pub fn main() -> ExitCode {
-        let cli = match Cli::try_parse() {
+        run_cli(
+            std::env::args_os(),
+            &mut io::stdin().lock(),
+            &mut io::stdout().lock(),
+        )
+    }
+
+    /// The CLI with these arguments (the program name first), reading its JSONL lines from
+    /// `input` and writing one output line per input line to `output` (what `main` does with
+    /// stdin and stdout; the fuzz target `cli_jsonl` drives it in memory).
+    pub fn run_cli<I, T>(args: I, input: &mut dyn BufRead, output: &mut dyn Write) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut lines = Lines { input, output };
+        let mut run = |f: &mut dyn FnMut(&str) -> LineResult| run(&mut lines, f);
+        let cli = match Cli::try_parse_from(args) {
             Ok(cli) => cli,
             Err(e) => {
                 let _ = e.print();
@@ -247,7 +266,7 @@ mod cli {
                         }
                         match CompressOptions::from_value(&Value::Object(defaults.clone())) {
                             Ok(_) => {
-                                let r = run(|line| {
+                                let r = run(&mut |line| {
                                     compress(line, &defaults, embedder.as_ref(), shared.as_ref())
                                 });
                                 if let (Some(path), Some(c)) = (&cache, &shared) {
@@ -282,13 +301,13 @@ mod cli {
                     None
                 };
                 match parse_object(options.as_deref()) {
-                    Ok(defaults) => run(|line| prepare(line, &defaults, embedder.as_ref())),
+                    Ok(defaults) => run(&mut |line| prepare(line, &defaults, embedder.as_ref())),
                     Err(e) => return usage(&e),
                 }
             }
-            Command::Uncompress => run(uncompress),
+            Command::Uncompress => run(&mut uncompress),
             Command::Watermark { options } => match parse_defaults(options.as_deref()) {
-                Ok(defaults) => run(|line| watermark(line, &defaults)),
+                Ok(defaults) => run(&mut |line| watermark(line, &defaults)),
                 Err(e) => return usage(&e),
             },
             Command::Validate { format } => {
@@ -296,10 +315,10 @@ mod cli {
                     FormatArg::Anthropic => Format::Anthropic,
                     FormatArg::Openai => Format::OpenAi,
                 });
-                run(|line| validate(line, format))
+                run(&mut |line| validate(line, format))
             }
             Command::Embed { model } => match load_embedder(&model) {
-                Ok(embedder) => run(|line| embed(line, &embedder)),
+                Ok(embedder) => run(&mut |line| embed(line, &embedder)),
                 Err(e) => return fatal(&e),
             },
             Command::Index {
@@ -348,7 +367,7 @@ mod cli {
                     threads,
                 };
                 match load_embedder(&model) {
-                    Ok(embedder) => run(|line| query(line, &index, &embedder, &defaults)),
+                    Ok(embedder) => run(&mut |line| query(line, &index, &embedder, &defaults)),
                     Err(e) => return fatal(&e),
                 }
             }
@@ -384,6 +403,7 @@ mod cli {
         let Some(text) = options else {
             return Ok(Map::new());
         };
+        condense::message::check_json(text, "options", condense::message::MAX_DEPTH)?;
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => Ok(map),
             Ok(_) => Err(Error::new(
@@ -395,23 +415,61 @@ mod cli {
         }
     }
 
-    /// Runs `f` over every non-empty stdin line; `Ok(false)` when some line failed.
-    fn run(mut f: impl FnMut(&str) -> Result<String, (Option<String>, Error)>) -> io::Result<bool> {
-        let stdin = io::stdin().lock();
-        let mut out = BufWriter::new(io::stdout().lock());
+    /// Where the JSONL lines come from and go.
+    struct Lines<'a> {
+        input: &'a mut dyn BufRead,
+        output: &'a mut dyn Write,
+    }
+
+    /// A line handler: the output line, or the line's id (raw JSON) and its error.
+    type LineResult = Result<String, (Option<String>, Error)>;
+
+    /// Runs `f` over every non-empty input line, one output line for each: what `f` answers,
+    /// or an error line. `Ok(false)` when some line failed. A line that is not UTF-8 or whose
+    /// JSON repeats a key gets an `invalid_json` error line, and the next lines go on.
+    fn run(lines: &mut Lines<'_>, f: &mut dyn FnMut(&str) -> LineResult) -> io::Result<bool> {
+        let mut out = BufWriter::new(&mut *lines.output);
         let mut ok = true;
-        for (n, line) in stdin.lines().enumerate() {
-            let line = line?;
-            if line.trim().is_empty() {
-                continue;
+        let mut buf = Vec::new();
+        let mut n = 0usize;
+        loop {
+            buf.clear();
+            if lines.input.read_until(b'\n', &mut buf)? == 0 {
+                break;
             }
-            match f(&line) {
+            n += 1;
+            // As `BufRead::lines`: without the `\n` and a `\r` before it.
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+            }
+            let result = match std::str::from_utf8(&buf) {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => match condense::message::check_json(line, "", LINE_DEPTH) {
+                    Ok(()) => f(line),
+                    Err(e) => Err((line_id(line), e)),
+                },
+                Err(e) => Err((
+                    None,
+                    Error::new(
+                        ErrorKind::InvalidJson,
+                        "",
+                        format!(
+                            "line {n} is not UTF-8 (invalid byte at offset {}); JSON text is UTF-8",
+                            e.valid_up_to()
+                        ),
+                    ),
+                )),
+            };
+            match result {
                 Ok(text) => writeln!(out, "{text}")?,
                 Err((id, e)) => {
                     ok = false;
                     let id: Value = id
                         .and_then(|raw| serde_json::from_str(&raw).ok())
-                        .unwrap_or(json!(n + 1));
+                        .unwrap_or(json!(n));
                     let err = json!({"id": id, "error": {"code": e.code(), "path": e.path(), "message": e.reason()}});
                     writeln!(out, "{err}")?;
                 }
@@ -419,6 +477,27 @@ mod cli {
         }
         out.flush()?;
         Ok(ok)
+    }
+
+    /// How deep a line nests: a message's own limit, plus the line object and its `messages`.
+    const LINE_DEPTH: usize = condense::message::MAX_MESSAGE_DEPTH + 2;
+
+    /// The id of a line refused before its handler read it (raw JSON), when it has a readable one.
+    fn line_id(text: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Ids<'a> {
+            #[serde(default, borrow)]
+            id: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            task_id: Option<&'a RawValue>,
+            #[serde(default, borrow, rename = "_id")]
+            under_id: Option<&'a RawValue>,
+        }
+        let ids: Ids<'_> = serde_json::from_str(text).ok()?;
+        ids.id
+            .or(ids.task_id)
+            .or(ids.under_id)
+            .map(|r| r.get().to_string())
     }
 
     fn read_line(text: &str) -> Result<(Line<'_>, String), (Option<String>, Error)> {

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::raw::{Elements, Members};
+use super::strict::{check_json, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH};
 use super::view::MessageView;
 use crate::error::{Error, ErrorKind};
 
@@ -27,10 +28,14 @@ impl<'a> RawDocument<'a> {
         if trimmed.starts_with('[') {
             let els: Elements<'a> =
                 serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
-            return Ok(RawDocument {
+            let doc = RawDocument {
                 messages: els.0,
                 body: None,
-            });
+            };
+            doc.check_sizes()?;
+            // The array is the messages' parent: one level above a message.
+            check_json(json, "messages", MAX_MESSAGE_DEPTH + 1)?;
+            return Ok(doc);
         }
         if !trimmed.starts_with('{') {
             // Let serde say precisely what is wrong with non-JSON; valid JSON of the wrong
@@ -59,10 +64,26 @@ impl<'a> RawDocument<'a> {
                 "\"messages\" must be an array",
             )
         })?;
-        Ok(RawDocument {
+        let doc = RawDocument {
             messages: els.0,
             body: Some(members.0),
-        })
+        };
+        doc.check_sizes()?;
+        // The body and its `messages` array: two levels above a message.
+        check_json(json, "", MAX_MESSAGE_DEPTH + 2)?;
+        Ok(doc)
+    }
+
+    /// Every message within [`MAX_MESSAGE_BYTES`].
+    fn check_sizes(&self) -> Result<(), Error> {
+        match self
+            .messages
+            .iter()
+            .position(|m| m.get().len() > MAX_MESSAGE_BYTES)
+        {
+            Some(i) => Err(super::message_too_large(i, self.messages[i].get().len())),
+            None => Ok(()),
+        }
     }
 
     /// Whether the document is a request body (not a bare array).
@@ -178,11 +199,14 @@ mod tests {
             RawDocument::parse("nope").unwrap_err().code(),
             "invalid_json"
         );
-        // Raw slices are scanned without recursion, so the array itself parses; reading the
-        // message hits the parser's nesting limit (128) and says so.
+        // Nesting past a message's limit is refused with the path where it goes too deep,
+        // without recursion (10,000 levels).
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-        let doc = RawDocument::parse(&deep).unwrap();
-        let err = doc.views().unwrap_err();
-        assert_eq!((err.code(), err.path()), ("invalid_json", "messages[0]"));
+        let err = RawDocument::parse(&deep).unwrap_err();
+        assert_eq!(err.code(), "invalid_json");
+        assert!(err.path().starts_with("messages[0][0]"));
+        // A key twice in the body is refused at its path.
+        let err = RawDocument::parse(r#"{"messages":[],"x":1,"x":2}"#).unwrap_err();
+        assert_eq!((err.code(), err.path()), ("invalid_json", "x"));
     }
 }

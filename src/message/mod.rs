@@ -18,6 +18,7 @@ mod document;
 mod model;
 mod raw;
 mod scan;
+mod strict;
 mod validate;
 mod view;
 
@@ -25,6 +26,7 @@ pub use document::RawDocument;
 pub use model::{BlockKind, Format, Role};
 pub use raw::{RawObject, Slot};
 pub(crate) use scan::scan_messages;
+pub use strict::{check_json, MAX_DEPTH, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH};
 pub use validate::{
     validate, validate_json, validate_views, ValidateOptions, Validation, Violation,
     VIOLATION_CODES,
@@ -53,13 +55,42 @@ pub fn views_from_raws<'a>(raws: &[&'a RawValue]) -> Result<Vec<MessageView<'a>>
         .collect()
 }
 
-/// Each message as its compact JSON text (the value entry points run the raw planners on these).
+/// Each message as its compact JSON text (the value entry points run the raw planners on these),
+/// within the limits every text input has: at most [`MAX_MESSAGE_BYTES`] and
+/// [`MAX_MESSAGE_DEPTH`] levels per message.
 pub fn raw_texts(messages: &[Value]) -> Result<Vec<Box<RawValue>>, Error> {
     messages
         .iter()
-        .map(serde_json::value::to_raw_value)
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::new(ErrorKind::InvalidMessage, "messages", e.to_string()))
+        .enumerate()
+        .map(|(i, m)| {
+            let raw = serde_json::value::to_raw_value(m).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidMessage,
+                    join_index("messages", i),
+                    e.to_string(),
+                )
+            })?;
+            check_message(raw.get(), i)?;
+            Ok(raw)
+        })
+        .collect()
+}
+
+/// The limits of one message's JSON text (the `i`th): its size and its nesting.
+pub(crate) fn check_message(text: &str, i: usize) -> Result<(), Error> {
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(message_too_large(i, text.len()));
+    }
+    check_json(text, &join_index("messages", i), MAX_MESSAGE_DEPTH)
+}
+
+/// The error of message `i`, `len` bytes of JSON, over [`MAX_MESSAGE_BYTES`].
+pub(crate) fn message_too_large(i: usize, len: usize) -> Error {
+    Error::new(
+        ErrorKind::TooLarge,
+        join_index("messages", i),
+        format!("{len} bytes of JSON; a message holds at most {MAX_MESSAGE_BYTES}"),
+    )
 }
 
 /// The provider a single message's shape proves, if any.

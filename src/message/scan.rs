@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 
+use super::strict::{key_text, OpenKeys, MAX_DEPTH, MAX_MESSAGE_BYTES};
 use super::view::{BlockView, ContentView, FunctionView, MessageView, TextInfo, ToolCallView};
 use super::{BlockKind, Role};
 
@@ -22,6 +23,7 @@ pub(crate) fn scan_messages(json: &str) -> Option<(Vec<&str>, Vec<MessageView<'_
     let mut s = Scanner::new(json);
     s.ws();
     s.eat(b'[')?;
+    s.depth = 1;
     let mut texts = Vec::new();
     let mut views = Vec::new();
     s.ws();
@@ -30,6 +32,9 @@ pub(crate) fn scan_messages(json: &str) -> Option<(Vec<&str>, Vec<MessageView<'_
             s.ws();
             let start = s.i;
             let view = s.message()?;
+            if s.i - start > MAX_MESSAGE_BYTES {
+                return None;
+            }
             texts.push(json.get(start..s.i)?);
             views.push(view);
             s.ws();
@@ -98,46 +103,52 @@ pub(crate) fn scan_elements(json: &str) -> Option<Vec<&str>> {
     (s.i == s.bytes.len()).then_some(elements)
 }
 
-struct Scanner<'a> {
+pub(super) struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
-    i: usize,
+    pub(super) i: usize,
+    /// Arrays and objects open at the cursor.
+    depth: usize,
+    /// The keys of the objects open (a key twice in one object: `None`, serde decides).
+    keys: OpenKeys<'a>,
 }
 
 /// A string as found: its text between the quotes and whether it has escapes.
-struct Str<'a> {
-    inner: &'a str,
-    escaped: bool,
+pub(super) struct Str<'a> {
+    pub(super) inner: &'a str,
+    pub(super) escaped: bool,
 }
 
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str) -> Scanner<'a> {
+    pub(super) fn new(text: &'a str) -> Scanner<'a> {
         Scanner {
             text,
             bytes: text.as_bytes(),
             i: 0,
+            depth: 0,
+            keys: OpenKeys::default(),
         }
     }
 
     #[inline]
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.i).copied()
     }
 
     #[inline]
-    fn next(&mut self) -> Option<u8> {
+    pub(super) fn next(&mut self) -> Option<u8> {
         let b = self.peek()?;
         self.i += 1;
         Some(b)
     }
 
     #[inline]
-    fn eat(&mut self, b: u8) -> Option<()> {
+    pub(super) fn eat(&mut self, b: u8) -> Option<()> {
         (self.next()? == b).then_some(())
     }
 
     #[inline]
-    fn eat_if(&mut self, b: u8) -> bool {
+    pub(super) fn eat_if(&mut self, b: u8) -> bool {
         let hit = self.peek() == Some(b);
         if hit {
             self.i += 1;
@@ -147,19 +158,19 @@ impl<'a> Scanner<'a> {
 
     /// JSON white space (serde_json's: space, tab, line feed, carriage return).
     #[inline]
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
+    pub(super) fn literal(&mut self, word: &[u8]) -> Option<()> {
         let end = self.i + word.len();
         (self.bytes.get(self.i..end)? == word).then(|| self.i = end)
     }
 
     /// A string at the cursor (validated as serde_json ignores one).
-    fn string(&mut self) -> Option<Str<'a>> {
+    pub(super) fn string(&mut self) -> Option<Str<'a>> {
         self.eat(b'"')?;
         let start = self.i;
         let escaped = self.string_rest()?;
@@ -246,7 +257,7 @@ impl<'a> Scanner<'a> {
         })
     }
 
-    fn number(&mut self) -> Option<()> {
+    pub(super) fn number(&mut self) -> Option<()> {
         self.eat_if(b'-');
         match self.next()? {
             b'0' => {
@@ -282,9 +293,11 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Any value, validated and skipped (iteratively: nesting has no limit, as in serde).
+    /// Any value, validated and skipped (iteratively, so no stack to overflow; nesting is
+    /// bounded by [`MAX_DEPTH`] with the levels open around it, and keys are checked).
     fn skip_value(&mut self) -> Option<()> {
-        let mut open: Vec<u8> = Vec::new();
+        // (closing byte, key mark) of each array or object open inside the value.
+        let mut open: Vec<(u8, usize)> = Vec::new();
         loop {
             self.ws();
             match self.peek()? {
@@ -292,19 +305,22 @@ impl<'a> Scanner<'a> {
                     self.string()?;
                 }
                 b'{' => {
+                    self.enter(open.len())?;
                     self.i += 1;
                     self.ws();
                     if !self.eat_if(b'}') {
-                        open.push(b'}');
-                        self.member_key()?;
+                        let mark = self.keys.open();
+                        open.push((b'}', mark));
+                        self.member_key(mark)?;
                         continue;
                     }
                 }
                 b'[' => {
+                    self.enter(open.len())?;
                     self.i += 1;
                     self.ws();
                     if !self.eat_if(b']') {
-                        open.push(b']');
+                        open.push((b']', 0));
                         continue;
                     }
                 }
@@ -316,7 +332,7 @@ impl<'a> Scanner<'a> {
             }
             // After a value: close what ends here, then the next element or member.
             loop {
-                let Some(&close) = open.last() else {
+                let Some(&(close, mark)) = open.last() else {
                     return Some(());
                 };
                 self.ws();
@@ -324,11 +340,14 @@ impl<'a> Scanner<'a> {
                     b',' => {
                         if close == b'}' {
                             self.ws();
-                            self.member_key()?;
+                            self.member_key(mark)?;
                         }
                         break;
                     }
                     b if b == close => {
+                        if close == b'}' {
+                            self.keys.close(mark);
+                        }
                         open.pop();
                     }
                     _ => return None,
@@ -337,23 +356,40 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// `"key"` and `:` of an ignored object's member.
-    fn member_key(&mut self) -> Option<()> {
-        self.string()?;
+    /// Whether one more array or object may open, `extra` being open beyond `self.depth`.
+    #[inline]
+    fn enter(&self, extra: usize) -> Option<()> {
+        (self.depth + extra < MAX_DEPTH).then_some(())
+    }
+
+    /// `"key"` and `:` of an ignored object's member (opened at `mark`): `None` for a key the
+    /// object has already.
+    fn member_key(&mut self, mark: usize) -> Option<()> {
+        let k = self.string()?;
+        if !self.keys.insert(mark, key_text(k.inner, k.escaped)?) {
+            return None;
+        }
         self.ws();
         self.eat(b':')
     }
 
-    /// The members of an object: `f(scanner, key)` reads each value. Keys must be plain.
+    /// The members of an object: `f(scanner, key)` reads each value. Keys must be plain and
+    /// each appear once.
     fn object(&mut self, mut f: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.enter(0)?;
         self.eat(b'{')?;
         self.ws();
         if self.eat_if(b'}') {
             return Some(());
         }
+        self.depth += 1;
+        let mark = self.keys.open();
         loop {
             self.ws();
             let key = self.plain()?;
+            if !self.keys.insert(mark, Cow::Borrowed(key)) {
+                return None;
+            }
             self.ws();
             self.eat(b':')?;
             self.ws();
@@ -361,7 +397,11 @@ impl<'a> Scanner<'a> {
             self.ws();
             match self.next()? {
                 b',' => {}
-                b'}' => return Some(()),
+                b'}' => {
+                    self.keys.close(mark);
+                    self.depth -= 1;
+                    return Some(());
+                }
                 _ => return None,
             }
         }
@@ -369,18 +409,23 @@ impl<'a> Scanner<'a> {
 
     /// The elements of an array: `f(scanner)` reads each.
     fn array(&mut self, mut f: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.enter(0)?;
         self.eat(b'[')?;
         self.ws();
         if self.eat_if(b']') {
             return Some(());
         }
+        self.depth += 1;
         loop {
             self.ws();
             f(self)?;
             self.ws();
             match self.next()? {
                 b',' => {}
-                b']' => return Some(()),
+                b']' => {
+                    self.depth -= 1;
+                    return Some(());
+                }
                 _ => return None,
             }
         }

@@ -13,7 +13,7 @@
 //! | `orphan_tool_use` | every `tool_use` is answered in the next (user) message | every tool call is answered by the `tool` messages that follow |
 //! | `orphan_tool_result` | every `tool_result` answers a `tool_use` of the previous message; server tool results follow their call in the same message | every `tool` message answers a call of the assistant message it follows |
 //! | `tool_result_not_first` | a user message's `tool_result` blocks come before its other blocks | – |
-//! | `misplaced_block` | `tool_use`/`thinking` only in assistant messages, `tool_result` only in user messages | – |
+//! | `misplaced_block` | `tool_use`/`thinking` only in assistant messages, `tool_result` only in user messages | no Anthropic tool or thinking block (`tool_use`, `tool_result`, `server_tool_use`, `*_tool_result`, `thinking`, `redacted_thinking`) in any message: OpenAI calls tools with `tool_calls` and answers with `tool` messages |
 //! | `duplicate_tool_id` | tool ids are unique | tool call ids are unique |
 
 use std::collections::{HashMap, HashSet};
@@ -374,6 +374,28 @@ fn openai(views: &[MessageView<'_>], out: &mut Vec<Violation>) {
             );
         }
         empty_text_blocks(i, view, out);
+        for (b, block) in view.blocks().iter().enumerate() {
+            if matches!(
+                block.kind(),
+                BlockKind::ToolUse
+                    | BlockKind::ToolResult
+                    | BlockKind::ServerToolUse
+                    | BlockKind::ServerToolResult
+                    | BlockKind::Thinking
+                    | BlockKind::RedactedThinking
+            ) {
+                push(
+                    out,
+                    "misplaced_block",
+                    block_path(i, b),
+                    format!(
+                        "a {} block is not an OpenAI content part: OpenAI calls tools with \
+                         tool_calls and answers them with tool messages",
+                        block.type_name
+                    ),
+                );
+            }
+        }
         if role == Some(Role::Assistant) {
             for (c, call) in view.tool_calls().iter().enumerate() {
                 let id = call.id.as_deref().unwrap_or("");

@@ -156,8 +156,44 @@ impl Bm25 {
         }
         let length = u32::try_from(terms.len()).unwrap_or(u32::MAX);
         self.lengths.push(length);
-        self.total_length += u64::from(length);
+        self.total_length = self.total_length.saturating_add(u64::from(length));
         slot
+    }
+
+    /// Checks what a search relies on after deserialisation: valid parameters, the total of
+    /// the lengths, and postings lists that are non-empty, in strictly ascending slot order,
+    /// within `len()`, each frequency between 1 and its slot's length.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidIndex`] at `bm25`.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let bad = |reason: &str| Error::new(ErrorKind::InvalidIndex, "bm25", reason.to_string());
+        if self.params.validate().is_err() {
+            return Err(bad("BM25 parameters out of range"));
+        }
+        let total = self
+            .lengths
+            .iter()
+            .try_fold(0u64, |sum, &l| sum.checked_add(u64::from(l)));
+        if total != Some(self.total_length) {
+            return Err(bad("a total length that is not the sum of the lengths"));
+        }
+        for list in self.postings.values() {
+            if list.is_empty() {
+                return Err(bad("a term without postings"));
+            }
+            let mut previous: Option<u32> = None;
+            for &(slot, tf) in list {
+                let Some(&len) = self.lengths.get(slot as usize) else {
+                    return Err(bad("a posting of an unknown slot"));
+                };
+                if previous.is_some_and(|p| p >= slot) || tf == 0 || tf > len {
+                    return Err(bad("postings out of order or with a bad frequency"));
+                }
+                previous = Some(slot);
+            }
+        }
+        Ok(())
     }
 
     /// Keeps the slots whose flag is `true` and removes the others; the kept slots are
@@ -198,6 +234,12 @@ impl Bm25 {
             k
         });
         self.total_length = self.lengths.iter().map(|&l| u64::from(l)).sum();
+    }
+
+    /// Sets the stored total length (tests build corrupt indexes with it).
+    #[cfg(test)]
+    pub(crate) fn set_total_length(&mut self, total: u64) {
+        self.total_length = total;
     }
 
     /// The inverse document frequency of a term found in `df` of the slots.

@@ -33,6 +33,12 @@ use crate::{Error, ErrorKind};
 /// [`ErrorKind::TooLarge`]. Split bigger files before indexing them.
 pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
 
+/// The most chunks an index holds (1,048,576): [`Index::add`] refuses documents that would pass
+/// it ([`ErrorKind::TooLarge`]) and [`Index::deserialize`] refuses bytes that claim more
+/// ([`ErrorKind::InvalidIndex`]). In wasm, memory (4 GiB) ends an index of MiniLM vectors
+/// earlier, at roughly half a million chunks.
+pub const MAX_CHUNKS: usize = 1 << 20;
+
 /// At most this many fused candidates go on to result compression (and to
 /// [`Index::candidates`]): ten per requested result (`topN`), at least 50 and at most 200,
 /// which leaves room for every dedup and per-document stage while keeping the compression
@@ -337,7 +343,8 @@ impl Index {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for an empty or duplicate id (`documents[3].id`);
-    /// [`ErrorKind::TooLarge`] for a text over [`MAX_DOCUMENT_BYTES`];
+    /// [`ErrorKind::TooLarge`] for a text over [`MAX_DOCUMENT_BYTES`], or documents that would
+    /// take the index past [`MAX_CHUNKS`];
     /// [`ErrorKind::EmbedderMismatch`] for an embedder other than the index's.
     pub fn add(
         &mut self,
@@ -400,8 +407,10 @@ impl Index {
             }
         }
 
-        // 2. Embed (the expensive part), in batches so progress moves.
         let all: Vec<&Chunk> = chunked.iter().flatten().collect();
+        room_for(self.slots.len(), all.len())?;
+
+        // 2. Embed (the expensive part), in batches so progress moves.
         let texts: Vec<String> = all.iter().map(|c| embedding_text(c)).collect();
         let mut vectors: Vec<crate::embed::Vector> = Vec::with_capacity(texts.len());
         const BATCH: usize = 64;
@@ -695,18 +704,61 @@ impl Index {
         Ok(index)
     }
 
+    /// Every invariant a later call relies on, checked on bytes before use: valid settings,
+    /// counts that agree (summed without overflow), at most [`MAX_CHUNKS`] chunks, unique
+    /// document ids, each chunk with its own live vector, a sound BM25 side and sound graphs.
     fn check(&self) -> Result<(), Error> {
         let bad = |reason: &str| Error::new(ErrorKind::InvalidIndex, "", reason.to_string());
+        if self.options.chunk.validate().is_err() {
+            return Err(bad("chunk settings out of range"));
+        }
+        if self.options.bm25 != self.bm25.params() {
+            return Err(bad("BM25 settings that disagree"));
+        }
+        if self.options.vector != self.vectors.params() {
+            return Err(bad("vector settings that disagree"));
+        }
         self.vectors.check()?;
-        let chunks: usize = self.docs.iter().map(|d| d.chunks as usize).sum();
-        if chunks != self.slots.len() || self.bm25.len() != self.slots.len() {
+        self.bm25.check()?;
+        if self.slots.len() > MAX_CHUNKS {
+            return Err(bad("more chunks than an index holds (MAX_CHUNKS)"));
+        }
+        let chunks = self
+            .docs
+            .iter()
+            .try_fold(0usize, |sum, d| sum.checked_add(d.chunks as usize));
+        if chunks != Some(self.slots.len()) || self.bm25.len() != self.slots.len() {
             return Err(bad("document, chunk and BM25 counts disagree"));
         }
-        if self.slots.iter().any(|s| self.vectors.get(s.vid).is_none()) {
-            return Err(bad("a chunk without its vector"));
+        let mut ids = std::collections::BTreeSet::new();
+        if !self.docs.iter().all(|d| ids.insert(d.id.as_str())) {
+            return Err(bad("a document id twice"));
+        }
+        let mut used = vec![false; self.vectors.next_vid() as usize];
+        for s in &self.slots {
+            if self.vectors.get(s.vid).is_none() {
+                return Err(bad("a chunk without its vector"));
+            }
+            match used.get_mut(s.vid as usize) {
+                Some(u) if !*u => *u = true,
+                _ => return Err(bad("two chunks with one vector")),
+            }
         }
         Ok(())
     }
+}
+
+/// Whether an index of `chunks` chunks may take `more` ([`MAX_CHUNKS`]).
+fn room_for(chunks: usize, more: usize) -> Result<(), Error> {
+    let total = chunks.saturating_add(more);
+    if total > MAX_CHUNKS {
+        return Err(Error::new(
+            ErrorKind::TooLarge,
+            "documents",
+            format!("{more} chunks more would make {total}; an index holds at most {MAX_CHUNKS}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The text a chunk is embedded as: its header path, then its text.
@@ -727,5 +779,125 @@ fn describe(id: &EmbedderIdentity) -> String {
     match &id.model_sha256 {
         Some(sha) => format!("{} (model sha256 {})", id.kind.as_str(), sha),
         None => format!("the {} embedder v{}", id.kind.as_str(), id.version),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index of `n` one-chunk documents on the lexical embedder; with `graph`, segments of
+    /// 64 vectors, so 64 documents and more give it an HNSW graph.
+    fn index(n: usize, graph: bool) -> (Index, Embedder) {
+        let embedder = Embedder::lexical();
+        let mut options = IndexOptions::default();
+        if graph {
+            options.vector.segment_size = 64;
+        }
+        let mut index = Index::new(&embedder, options).unwrap_or_else(|e| panic!("{e}"));
+        let docs: Vec<Document> = (0..n)
+            .map(|i| {
+                Document::new(
+                    format!("d{i}"),
+                    format!("Note {i}: the parser reads token {i} and the build error {i}."),
+                )
+            })
+            .collect();
+        index
+            .add(&docs, &embedder, &mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        (index, embedder)
+    }
+
+    /// Crafted index files, each valid bytes (format, checksum) around one broken invariant
+    /// that a later call would trip over: `(file name, bytes)`. Committed in
+    /// tests/fixtures/hostile/ for the wasm, npm and CLI tests.
+    fn hostile() -> Vec<(&'static str, Vec<u8>)> {
+        let serialize = |index: &Index| index.serialize().unwrap_or_else(|e| panic!("{e}"));
+        // A graph neighbour id past the graph's points: query panicked in instant-distance
+        // (a trap in wasm).
+        let (mut neighbour, _) = index(70, true);
+        assert_eq!(neighbour.graphs(), 1);
+        assert!(neighbour.vectors.corrupt_a_neighbour());
+        // Chunk counts 0xFFFFFFFF and 3 over two one-chunk documents: their u32 sum wraps to the
+        // 2 chunks there are on wasm32, and rebuilding the tables asked for 4 billion slots.
+        let (mut counts, _) = index(2, false);
+        counts.docs[0].chunks = u32::MAX;
+        counts.docs[1].chunks = 3;
+        // A BM25 total length next to u64::MAX: the next add overflowed.
+        let (mut total, _) = index(2, false);
+        total.bm25.set_total_length(u64::MAX - 1);
+        vec![
+            ("hnsw-neighbour.cndx", serialize(&neighbour)),
+            ("chunk-count-overflow.cndx", serialize(&counts)),
+            ("bm25-total-length.cndx", serialize(&total)),
+        ]
+    }
+
+    #[test]
+    fn crafted_indexes_are_refused_on_reading() {
+        for (name, bytes) in hostile() {
+            let err = Index::deserialize(&bytes).unwrap_err();
+            assert_eq!(err.code(), "invalid_index", "{name}: {err}");
+        }
+    }
+
+    /// The committed files are these bytes (`CONDENSE_WRITE_FIXTURES=1 cargo test --lib
+    /// hostile_fixtures` writes them again after a format change).
+    #[test]
+    fn hostile_fixtures_are_current() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+        for (name, bytes) in hostile() {
+            let path = dir.join(name);
+            if std::env::var_os("CONDENSE_WRITE_FIXTURES").is_some() {
+                std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+            }
+            let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(committed == bytes, "{name} is not what hostile() builds");
+        }
+    }
+
+    /// The fuzz target `index`'s seed with an HNSW graph (the CLI cannot build one small
+    /// enough): a leading 0 byte (the bytes as they are), then a sound 70-document index with
+    /// segments of 64. `CONDENSE_WRITE_FIXTURES=1` writes it again after a format change.
+    #[test]
+    fn fuzz_index_seed_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/seeds/index/graph-file.bin");
+        let (index, _) = index(70, true);
+        let mut bytes = vec![0u8];
+        bytes.extend(index.serialize().unwrap_or_else(|e| panic!("{e}")));
+        if std::env::var_os("CONDENSE_WRITE_FIXTURES").is_some() {
+            std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            committed == bytes,
+            "{} is not what this test builds",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn sound_indexes_still_read_and_answer() {
+        let (index, embedder) = index(70, true);
+        let bytes = index.serialize().unwrap_or_else(|e| panic!("{e}"));
+        let read = Index::deserialize(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.serialize().unwrap_or_default(), bytes);
+        let options = QueryOptions::from_json(r#"{"denseWeight":1,"minScore":0}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let out = read
+            .query("parser token 12", &options, &embedder)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!out.results.is_empty());
+    }
+
+    #[test]
+    fn the_chunk_limit_is_a_typed_error() {
+        assert!(room_for(MAX_CHUNKS - 3, 3).is_ok());
+        let err = room_for(MAX_CHUNKS - 3, 4).unwrap_err();
+        assert_eq!((err.code(), err.path()), ("too_large", "documents"));
+        assert!(room_for(usize::MAX, usize::MAX).is_err());
     }
 }

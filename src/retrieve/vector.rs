@@ -187,12 +187,154 @@ fn finish_dot(lo: [f32; 4], hi: [f32; 4], tail: f32) -> f32 {
 }
 
 /// One full segment: its graph over the segment's live vectors when it was built.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct Segment {
     /// The graph; values are vector ids.
     graph: HnswMap<Unit, u32>,
     /// Dead vector ids still in the graph.
     dead_in_graph: u32,
+    /// Why the serialised graph was refused ([`VectorStore::check`] reports it); the graph is
+    /// then empty.
+    #[serde(skip)]
+    flaw: Option<&'static str>,
+}
+
+/// A graph read from bytes is checked before instant-distance gets it: its search indexes its
+/// layers by the neighbour ids it finds in them, so one id out of range panics (a trap in wasm).
+/// instant-distance keeps its fields private; [`GraphParts`] is the same serde layout with
+/// them open: the bytes are read into it, checked, and only a sound graph is handed on (encoded
+/// again and read as the `HnswMap` it is, the same bytes: `graph_parts_round_trip` tests it).
+impl<'de> Deserialize<'de> for Segment {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Segment, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            graph: GraphParts,
+            dead_in_graph: u32,
+        }
+        let wire = Wire::deserialize(d)?;
+        let refused = |flaw| Segment {
+            graph: Builder::default().build(Vec::new(), Vec::new()),
+            dead_in_graph: wire.dead_in_graph,
+            flaw: Some(flaw),
+        };
+        if let Err(flaw) = wire.graph.check() {
+            return Ok(refused(flaw));
+        }
+        let graph = postcard::to_allocvec(&wire.graph)
+            .ok()
+            .and_then(|bytes| postcard::from_bytes::<HnswMap<Unit, u32>>(&bytes).ok());
+        Ok(match graph {
+            Some(graph) => Segment {
+                graph,
+                dead_in_graph: wire.dead_in_graph,
+                flaw: None,
+            },
+            None => refused("a graph instant-distance cannot read"),
+        })
+    }
+}
+
+/// instant-distance 0.6's `HnswMap<Unit, u32>` as serde lays it out (field for field: `hnsw`
+/// then `values`; `Hnsw` is `ef_search`, `points`, the zero layer's nodes of `2·M` neighbour ids
+/// and the upper layers' nodes of `M`; a `PointId` is its `u32`; `u32::MAX` ends a list).
+#[derive(Serialize, Deserialize)]
+struct GraphParts {
+    hnsw: HnswParts,
+    values: Vec<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HnswParts {
+    ef_search: usize,
+    points: Vec<Unit>,
+    zero: Vec<Ids<64>>,
+    layers: Vec<Vec<Ids<32>>>,
+}
+
+/// A node's neighbour ids (serialised as a tuple, as instant-distance writes them).
+struct Ids<const N: usize>([u32; N]);
+
+impl<const N: usize> Serialize for Ids<N> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(N)?;
+        for id in &self.0 {
+            t.serialize_element(id)?;
+        }
+        t.end()
+    }
+}
+
+impl<'de, const N: usize> Deserialize<'de> for Ids<N> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Ids<N>, D::Error> {
+        struct V<const N: usize>;
+        impl<'de, const N: usize> serde::de::Visitor<'de> for V<N> {
+            type Value = Ids<N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "{N} neighbour ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Ids<N>, A::Error> {
+                let mut ids = [u32::MAX; N];
+                for (i, id) in ids.iter_mut().enumerate() {
+                    *id = seq
+                        .next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                }
+                Ok(Ids(ids))
+            }
+        }
+        d.deserialize_tuple(N, V::<N>)
+    }
+}
+
+/// The end of a neighbour list.
+const NO_NEIGHBOUR: u32 = u32::MAX;
+
+impl GraphParts {
+    /// What instant-distance's search relies on: one value and one zero-layer node per point,
+    /// upper layers that are non-empty prefixes of the layer below (the search enters at point 0
+    /// and carries a layer's results down), and every neighbour id within its layer.
+    fn check(&self) -> Result<(), &'static str> {
+        let h = &self.hnsw;
+        let n = h.points.len();
+        if self.values.len() != n || h.zero.len() != n {
+            return Err("a graph whose points, values and nodes disagree");
+        }
+        if n == 0 {
+            return if h.layers.is_empty() {
+                Ok(())
+            } else {
+                Err("an empty graph with layers")
+            };
+        }
+        if h.points
+            .iter()
+            .any(|p| !p.as_slice().iter().all(|x| x.is_finite()))
+        {
+            return Err("a graph point with a non-finite component");
+        }
+        let within = |ids: &[u32], len: usize| {
+            ids.iter()
+                .all(|&id| id == NO_NEIGHBOUR || (id as usize) < len)
+        };
+        if !h.zero.iter().all(|node| within(&node.0, n)) {
+            return Err("a graph neighbour id out of range");
+        }
+        let mut below = n;
+        for layer in &h.layers {
+            if layer.is_empty() || layer.len() > below {
+                return Err("a graph layer larger than the one below it, or empty");
+            }
+            if !layer.iter().all(|node| within(&node.0, layer.len())) {
+                return Err("a graph neighbour id out of range");
+            }
+            below = layer.len();
+        }
+        Ok(())
+    }
 }
 
 /// Vectors by vector id, with the graphs of full segments (see the [module docs](self)).
@@ -311,6 +453,7 @@ impl VectorStore {
             self.segments.push(Segment {
                 graph,
                 dead_in_graph: 0,
+                flaw: None,
             });
             progress(done + 1, todo);
         }
@@ -329,7 +472,7 @@ impl VectorStore {
                 if slot.take().is_some() {
                     let s = vid as usize / seg;
                     if let Some(segment) = self.segments.get_mut(s) {
-                        segment.dead_in_graph += 1;
+                        segment.dead_in_graph = segment.dead_in_graph.saturating_add(1);
                         touched.insert(s);
                     }
                 }
@@ -337,12 +480,13 @@ impl VectorStore {
         }
         for s in touched {
             let dead = self.segments.get(s).map_or(0, |x| x.dead_in_graph) as usize;
-            if dead * 4 > seg {
+            if dead.saturating_mul(4) > seg {
                 let graph = self.build_graph(s)?;
                 if let Some(segment) = self.segments.get_mut(s) {
                     *segment = Segment {
                         graph,
                         dead_in_graph: 0,
+                        flaw: None,
                     };
                 }
             }
@@ -392,7 +536,7 @@ impl VectorStore {
         let q = Unit::new(query);
         for segment in &self.segments {
             // Ask for enough that dead points cannot crowd out k live ones.
-            let want = k + segment.dead_in_graph as usize;
+            let want = k.saturating_add(segment.dead_in_graph as usize);
             let mut found = 0;
             for item in segment.graph.search(&q, &mut search) {
                 let vid = *item.value;
@@ -462,6 +606,12 @@ impl VectorStore {
         if self.params.segment_size < 64 {
             return Err(bad("segment size below 64"));
         }
+        if self.params.ef_construction == 0 || self.params.ef_search == 0 {
+            return Err(bad("efConstruction or efSearch of 0"));
+        }
+        if self.vectors.len() >= u32::MAX as usize {
+            return Err(bad("more vector ids than a u32 numbers"));
+        }
         if self.segments.len() > self.vectors.len() / self.params.segment_size as usize {
             return Err(bad("more graphs than full segments"));
         }
@@ -469,8 +619,14 @@ impl VectorStore {
             if v.as_slice().len() != self.dims as usize {
                 return Err(bad("a vector of the wrong length"));
             }
+            if !v.as_slice().iter().all(|x| x.is_finite()) {
+                return Err(bad("a vector with a non-finite component"));
+            }
         }
         for segment in &self.segments {
+            if let Some(flaw) = segment.flaw {
+                return Err(bad(flaw));
+            }
             let n = segment.graph.iter().count();
             if segment.graph.values.len() != n {
                 return Err(bad("a graph whose values do not match its points"));
@@ -485,6 +641,34 @@ impl VectorStore {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl VectorStore {
+    /// Points the first neighbour of the first graph's first node out of range, as a crafted
+    /// file would (tests build corrupt indexes with it). `false` when there is no graph.
+    pub(crate) fn corrupt_a_neighbour(&mut self) -> bool {
+        let Some(segment) = self.segments.first_mut() else {
+            return false;
+        };
+        let bytes = postcard::to_allocvec(&segment.graph).unwrap_or_default();
+        let Ok(mut parts) = postcard::from_bytes::<GraphParts>(&bytes) else {
+            return false;
+        };
+        let n = parts.hnsw.points.len() as u32;
+        match parts.hnsw.zero.first_mut() {
+            Some(node) => node.0[0] = n + 7,
+            None => return false,
+        }
+        let bytes = postcard::to_allocvec(&parts).unwrap_or_default();
+        match postcard::from_bytes::<HnswMap<Unit, u32>>(&bytes) {
+            Ok(graph) => {
+                segment.graph = graph;
+                true
+            }
+            Err(_) => false,
+        }
     }
 }
 
@@ -676,6 +860,58 @@ mod tests {
         let b = postcard::to_allocvec(&store(300, 128)).unwrap_or_default();
         assert!(!a.is_empty());
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn graph_parts_round_trip() {
+        // The mirror reads instant-distance's bytes and writes them back unchanged.
+        let s = store(300, 128);
+        for segment in &s.segments {
+            let bytes = postcard::to_allocvec(&segment.graph).unwrap_or_default();
+            let parts: GraphParts = postcard::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+            assert!(parts.check().is_ok());
+            assert!(!parts.hnsw.layers.is_empty() || parts.hnsw.points.len() < 64);
+            assert_eq!(postcard::to_allocvec(&parts).unwrap_or_default(), bytes);
+        }
+    }
+
+    #[test]
+    fn graphs_with_ids_out_of_range_are_refused() {
+        let s = store(300, 128);
+        let bytes = postcard::to_allocvec(&s.segments[0].graph).unwrap_or_default();
+        let parts =
+            || -> GraphParts { postcard::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}")) };
+        let n = parts().hnsw.points.len();
+        let mut p = parts();
+        p.hnsw.zero[5].0[1] = n as u32;
+        assert!(p.check().is_err());
+        let mut p = parts();
+        p.hnsw.zero[5].0[1] = NO_NEIGHBOUR; // the end of a list is fine
+        assert!(p.check().is_ok());
+        let mut p = parts();
+        if let Some(top) = p.hnsw.layers.last_mut() {
+            let len = top.len() as u32;
+            top[0].0[0] = len;
+            assert!(p.check().is_err());
+        }
+        let mut p = parts();
+        p.hnsw.zero.pop();
+        assert!(p.check().is_err());
+        let mut p = parts();
+        p.values.push(0);
+        assert!(p.check().is_err());
+        let mut p = parts();
+        if let Some(layer) = p.hnsw.layers.first_mut() {
+            layer.clear();
+            assert!(p.check().is_err());
+        }
+        // Through the store's own decoding: a typed error, never a graph to search.
+        let mut s = store(300, 128);
+        assert!(s.corrupt_a_neighbour());
+        let bytes = postcard::to_allocvec(&s).unwrap_or_default();
+        let read: VectorStore = postcard::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let err = read.check().unwrap_err();
+        assert_eq!((err.code(), err.path()), ("invalid_index", "vectors"));
     }
 
     #[test]

@@ -62,22 +62,70 @@ fn stringify(value: &JsValue, path: &str) -> Result<String, JsValue> {
     }
 }
 
-/// Options or state as JSON text; `undefined`/`null` as `None`.
+/// Options or state as JSON text; `undefined`/`null` as `None`. Every options object of every
+/// function comes through here (and the watermark state), so this is where what JSON cannot
+/// carry is refused: `JSON.stringify` writes `NaN` and `±Infinity` as `null`, which the core
+/// would read as "not given" and replace by the default, so a non-finite number anywhere in
+/// the object is an error at its path (`options.bm25.k1`) instead.
 fn optional_json(value: &JsValue, path: &str) -> Result<Option<String>, JsValue> {
+    let kind = match path {
+        "state" => ErrorKind::InvalidState,
+        _ => ErrorKind::InvalidOptions,
+    };
     if value.is_undefined() || value.is_null() {
         return Ok(None);
     }
     if !value.is_object() || Array::is_array(value) {
-        return Err(js_error(Error::new(
-            match path {
-                "state" => ErrorKind::InvalidState,
-                _ => ErrorKind::InvalidOptions,
-            },
-            path,
-            "expected an object",
-        )));
+        return Err(js_error(Error::new(kind, path, "expected an object")));
     }
-    stringify(value, path).map(Some)
+    #[cfg(feature = "test-trap")]
+    if TRAP_ARMED.with(|armed| armed.replace(false)) {
+        core::arch::wasm32::unreachable();
+    }
+    let json = stringify(value, path)?;
+    // A non-finite number became `null`: only then is the object walked to find it.
+    if json.contains("null") {
+        if let Some((at, n)) = non_finite(value, path, 0) {
+            return Err(js_error(Error::new(
+                kind,
+                at,
+                format!("{n} is not a finite number (JSON has no {n}; it would be read as null)"),
+            )));
+        }
+    }
+    Ok(Some(json))
+}
+
+/// The path and value of the first non-finite number in `value` (as `JSON.stringify` walks it:
+/// own enumerable keys, array elements), within the nesting the core reads.
+fn non_finite(value: &JsValue, path: &str, depth: usize) -> Option<(String, f64)> {
+    if let Some(n) = value.as_f64() {
+        return (!n.is_finite()).then(|| (path.to_string(), n));
+    }
+    if depth >= crate::message::MAX_DEPTH || !value.is_object() {
+        return None;
+    }
+    if Array::is_array(value) {
+        return Array::from(value)
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| non_finite(&v, &crate::error::join_index(path, i), depth + 1));
+    }
+    // An object with a `toJSON` (a Date) is written as what that returns, not walked.
+    if Reflect::get(value, &"toJSON".into()).is_ok_and(|f| f.is_function()) {
+        return None;
+    }
+    Object::entries(value.unchecked_ref())
+        .iter()
+        .find_map(|entry| {
+            let entry = Array::from(&entry);
+            let key = entry.get(0).as_string()?;
+            non_finite(
+                &entry.get(1),
+                &crate::error::join_key(path, &key),
+                depth + 1,
+            )
+        })
 }
 
 fn read_state(state: &JsValue) -> Result<WatermarkState, JsValue> {
@@ -332,6 +380,21 @@ pub fn validate(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue>
     };
     let report = validate_json(&json, &options).map_err(js_error)?;
     to_js(&report)
+}
+
+#[cfg(feature = "test-trap")]
+thread_local! {
+    /// Set by [`arm_trap`]: the next options object read traps.
+    static TRAP_ARMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test builds only (feature `test-trap`: `scripts/build-pkg` without `--dist`; never in the
+/// shipped module): the next call that reads an options or state object traps
+/// (`unreachable`), so the npm tests can check that the JS layer survives a trap.
+#[cfg(feature = "test-trap")]
+#[wasm_bindgen(js_name = __armTrap)]
+pub fn arm_trap() {
+    TRAP_ARMED.with(|armed| armed.set(true));
 }
 
 /// The crate version.

@@ -107,11 +107,25 @@ impl WasmEmbedder {
             let failed = |reason: String| Error::new(ErrorKind::InvalidModel, "embedder", reason);
             let array: Array = texts.iter().map(|t| JsValue::from_str(t)).collect();
             let out = embed.call1(&JsValue::NULL, &array).map_err(|e| {
-                let why = js_sys::Reflect::get(&e, &"message".into())
-                    .ok()
-                    .and_then(|m| m.as_string())
-                    .unwrap_or_else(|| "the embed function threw".into());
-                failed(why)
+                let field = |name: &str| {
+                    js_sys::Reflect::get(&e, &name.into())
+                        .ok()
+                        .and_then(|m| m.as_string())
+                };
+                // A CondenseError the function threw keeps its code (the engine's module
+                // trapped: `internal`; a model used after that: `invalid_state`).
+                let kind = field("code")
+                    .and_then(|code| ErrorKind::ALL.into_iter().find(|k| k.code() == code));
+                match kind {
+                    Some(kind) => Error::new(
+                        kind,
+                        "embedder",
+                        field("reason").unwrap_or_else(|| "the embed function threw".into()),
+                    ),
+                    None => failed(
+                        field("message").unwrap_or_else(|| "the embed function threw".into()),
+                    ),
+                }
             })?;
             let flat = out
                 .dyn_into::<Float32Array>()

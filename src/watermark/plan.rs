@@ -165,15 +165,19 @@ pub(crate) fn plan_views<'a>(
         ..WatermarkStats::default()
     };
 
-    // Every tool call in order: (message index, id, name).
+    // Every tool call in order: (message index, id, name). Only what the provider runs as a
+    // call: an assistant message's `tool_use` blocks (Anthropic) or `tool_calls` (OpenAI). A
+    // `tool_use` block in a user message, or in an OpenAI conversation, calls nothing, so it
+    // cannot be a checkpoint (validate reports it as `misplaced_block`).
     let calls: Vec<(usize, &str, &str)> = views
         .iter()
         .enumerate()
+        .filter(|(_, v)| v.role() == Some(Role::Assistant))
         .flat_map(|(i, v)| {
             let blocks = v
                 .blocks()
                 .iter()
-                .filter(|b| b.kind() == BlockKind::ToolUse)
+                .filter(move |b| format == Format::Anthropic && b.kind() == BlockKind::ToolUse)
                 .map(move |b| {
                     (
                         i,
@@ -184,6 +188,7 @@ pub(crate) fn plan_views<'a>(
             let oa = v
                 .tool_calls()
                 .iter()
+                .filter(move |_| format == Format::OpenAi)
                 .map(move |c| (i, c.id.as_deref().unwrap_or(""), c.name()));
             blocks.chain(oa)
         })
