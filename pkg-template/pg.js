@@ -189,9 +189,6 @@ async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly =
 
 const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'efSearch', 'postingsPerTerm']);
 
-/** Postings a query reads per term by default (at least `candidates`): see docs/pg.md. */
-const POSTINGS_PER_TERM = 1000;
-
 function checkOpenOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw fail('invalid_options', 'options', 'expected {pool | connectionString, table, embedder}');
@@ -361,7 +358,7 @@ export class PgIndex {
         pool, ownPool, names, embedder, identity, readOnly,
         indexOptions: state.indexOptions, pgvector: state.pgvector,
         efSearch: options.efSearch ?? null,
-        postingsPerTerm: options.postingsPerTerm ?? POSTINGS_PER_TERM,
+        postingsPerTerm: options.postingsPerTerm ?? null,
         workers: workers ?? null,
       });
     } catch (e) {
@@ -820,7 +817,7 @@ export class PgIndex {
       const lexicalRows = !plan.lexical || plan.terms.length === 0 ? []
         : lexical !== null
           ? (await client.query({ text: lexical.sql(n), values: lexical.values(plan, question), rowMode: 'array' })).rows
-          : (await client.query({ text: lexicalSql(n), values: [plan.terms, k1, b, plan.depth, Math.max(plan.depth, this.#postingsPerTerm)], rowMode: 'array' })).rows;
+          : (await client.query({ text: lexicalSql(n), values: [plan.terms, k1, b, plan.depth, this.#postingsPerTerm === null ? null : Math.max(plan.depth, this.#postingsPerTerm)], rowMode: 'array' })).rows;
       let dense = [];
       if (qv !== null) {
         const ef = this.#efSearch ?? Math.min(1000, Math.max(40, plan.depth));
@@ -880,8 +877,8 @@ export class PgIndex {
 }
 
 /** BM25 in SQL: $1 the question's terms (repetitions count), $2 k1, $3 b, $4 the hits returned,
- * $5 the postings read per term, best impact first (every posting of a term with no more: then
- * the scores are exact). Rows: chunk, doc, score, and the question's ideal score (terms the
+ * $5 the postings read per term, best impact first (NULL, the default: all of them, and the
+ * scores are exact; a number caps it: exact for every term with no more postings). Rows: chunk, doc, score, and the question's ideal score (terms the
  * table lacks count with df 1, as in the in-memory index). */
 function lexicalSql(n) {
   return `
