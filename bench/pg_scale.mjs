@@ -2,7 +2,8 @@
 // in-memory Index over the same documents and vectors, in one run.
 //
 //   scripts/pg start && node bench/pg_scale.mjs [--real N] [--synthetic N] [--queries N]
-//                                              [--exact N] [--only real|synthetic]
+//                                              [--exact N] [--only real|synthetic] [--check]
+//                                              [--out FILE] [--no-ingest]
 //
 // Documents are bench/synthetic.mjs's (4–8 sentences of the dev IR corpora, one chunk each),
 // streamed to PgIndex.add in batches of 256; the questions are bench/synthetic.mjs's too.
@@ -16,15 +17,24 @@
 //   embedded by MiniLM for real, so query latency includes the question's embedding.
 //
 // For each table: ingest time and the Node process's RSS every 5% of the ingest; query
-// latency p50/p95 (default options, the question's embedding included) through PgIndex, through
-// PgIndex reading whole posting lists (exact BM25 at any size), and through the in-memory Index
-// built in this process over the same documents and vectors (its build time and RSS growth);
-// the question's embedding alone; and how much of the exact BM25 top 10 / top 100 the default
-// (impact-ordered, 1,000 postings per term) lexical list finds (--exact questions).
+// latency p50/p95 (default options, the question's embedding included) through PgIndex (whole
+// posting lists: exact BM25), through PgIndex with `postingsPerTerm: 1000`, and through the
+// in-memory Index built in this process over the same documents and vectors (its build time
+// and RSS growth); the question's embedding alone; and how much of the exact BM25 top 10 /
+// top 100 the capped (impact-ordered) lexical list finds (--exact questions).
+//
+// --check measures tables an earlier run built, without writing: where a PgIndex query's time
+// goes (the question's embedding, each SQL statement, the rest in the client; with the default
+// options and with `candidates: 100`), and the exact BM25 agreement of the default lexical list
+// (whole posting lists: it must be 1, which checks the comparison itself) and of
+// `postingsPerTerm: 1000`.
+//
+// --no-ingest measures a table as it is (an ingest stopped part way: batches commit in order,
+// so it holds documents d0… up to some batch) instead of completing it first.
 //
 // A table complete from an earlier run is reused (`add` skips unchanged documents; ingest
-// figures are kept from the run that wrote them). Results: stdout (JSON) and
-// bench/out/pg-scale.json. Needs scripts/build-pkg, `npm ci` in tests/pg.
+// figures are kept from the run that wrote them). Results: stdout (JSON) and --out (default
+// bench/out/pg-scale.json). Needs scripts/build-pkg, `npm ci` in tests/pg.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
@@ -48,8 +58,10 @@ const SYNTH = Number(arg('synthetic', 100000));
 const QUERIES = Number(arg('queries', 200));
 const EXACT = Number(arg('exact', 50));
 const ONLY = arg('only', null);
+const CHECK = process.argv.includes('--check');
+const NO_INGEST = process.argv.includes('--no-ingest');
 const url = process.env.CONDENSE_PG_URL ?? execFileSync(path('scripts/pg'), ['url'], { encoding: 'utf8' }).trim();
-const outFile = path('bench/out/pg-scale.json');
+const outFile = arg('out', path('bench/out/pg-scale.json'));
 mkdirSync(path('bench/out'), { recursive: true });
 const report = existsSync(outFile) ? JSON.parse(readFileSync(outFile, 'utf8')) : {};
 const save = () => writeFileSync(outFile, JSON.stringify(report, null, 2));
@@ -159,25 +171,97 @@ async function inMemory(n, embedder, qs) {
   return out;
 }
 
+/** Where a PgIndex query's time goes: each SQL statement's round trip (timed around
+ * node-postgres's Client#query), the question's embedding, and the rest (fusion, result
+ * compression, the client's bookkeeping); means over `qs` in ms. */
+async function breakdown(idx, qs, embedder, options) {
+  const proto = pg.Client.prototype;
+  const original = proto.query;
+  const spent = { lexicalSql: 0, denseSql: 0, fetchSql: 0, otherSql: 0 };
+  proto.query = function timed(config, ...rest) {
+    const text = typeof config === 'string' ? config : config?.text ?? '';
+    const kind = text.includes('ORDER BY embedding <=>') ? 'denseSql'
+      : text.includes('unnest($1::text[])') ? 'lexicalSql'
+        : text.includes('WHERE c.id = ANY') ? 'fetchSql' : 'otherSql';
+    const t0 = performance.now();
+    const r = original.call(this, config, ...rest);
+    if (r && typeof r.then === 'function') r.then(() => { spent[kind] += performance.now() - t0; }, () => {});
+    return r;
+  };
+  let total = 0;
+  let embed = 0;
+  try {
+    for (const q of qs) {
+      const t0 = performance.now();
+      embedder.embed([q]);
+      embed += performance.now() - t0;
+    }
+    for (const k of Object.keys(spent)) spent[k] = 0;
+    for (const q of qs) {
+      const t0 = performance.now();
+      await query(idx, q, options);
+      total += performance.now() - t0;
+    }
+  } finally {
+    proto.query = original;
+  }
+  const mean = (x) => round(x / qs.length);
+  const sql = Object.values(spent).reduce((a, b) => a + b, 0);
+  return {
+    n: qs.length, total: mean(total), embedQuestion: mean(embed),
+    ...Object.fromEntries(Object.entries(spent).map(([k, v]) => [k, mean(v)])),
+    client: mean(total - embed - sql),
+  };
+}
+
+/** --check: the breakdown and both agreements on a table an earlier run built. */
+async function check(entry, { pool, table, embedder, label }) {
+  const qs = questions(QUERIES);
+  const idx = await PgIndex.open({ pool, table, embedder, workers: 0 });
+  const capped = await PgIndex.open({ pool, table, embedder, workers: 0, postingsPerTerm: 1000 });
+  try {
+    const chunks = (await idx.stats()).chunks;
+    if (chunks === 0) throw new Error(`${table} is empty: run without --check first`);
+    for (const q of qs.slice(0, 2)) await query(idx, q); // warm-up
+    const out = { chunks, breakdown: await breakdown(idx, qs, embedder) };
+    console.error(`${label}: breakdown ${JSON.stringify(out.breakdown)}`);
+    // Fewer candidates per list (the default is 1000): a smaller HNSW search and lexical list.
+    out.breakdownCandidates100 = await breakdown(idx, qs, embedder, { candidates: 100 });
+    console.error(`${label}: breakdown, candidates 100 ${JSON.stringify(out.breakdownCandidates100)}`);
+    out.lexicalAgreement = await lexicalAgreement(pool, idx, table, qs.slice(0, EXACT), embedder);
+    out.lexicalAgreementCapped = await lexicalAgreement(pool, capped, table, qs.slice(0, EXACT), embedder);
+    console.error(`${label}: exact BM25 found ${JSON.stringify(out.lexicalAgreement)}; with postingsPerTerm 1000 ${JSON.stringify(out.lexicalAgreementCapped)}`);
+    entry.check = out;
+    save();
+  } finally {
+    await idx.close();
+    await capped.close();
+  }
+}
+
 /** Everything measured on one table; `served()`: the in-memory Index's embedder (same vectors). */
-async function measure(entry, { pool, table, embedder, served, n, label, workers }) {
+async function measure(entry, { pool, table, embedder, served, n: wanted, label, workers }) {
+  let n = wanted;
   const qs = questions(QUERIES);
   const idx = await PgIndex.open({ pool, table, embedder, workers });
-  const r = await ingest(idx, n, label);
-  if (r.chunks > 0) entry.ingest = r;
+  if (!NO_INGEST) {
+    const r = await ingest(idx, n, label);
+    if (r.chunks > 0) entry.ingest = r;
+  }
   const stats = await idx.stats();
+  if (NO_INGEST) n = stats.documents; // the documents d0… an interrupted ingest committed
   entry.table = { documents: stats.documents, chunks: stats.chunks, mb: mb(stats.bytes), kbPerChunk: round(stats.bytes / 1024 / Math.max(1, stats.chunks), 1) };
   console.error(`${label}: ${JSON.stringify(entry.table)}`);
   await pool.query(`ANALYZE ${table}; ANALYZE ${table}_postings; ANALYZE ${table}_terms`);
   entry.query = await latency((q) => query(idx, q), qs);
   console.error(`${label}: PgIndex query ${JSON.stringify(entry.query)}`);
-  const whole = await PgIndex.open({ pool, table, embedder, workers: 0, postingsPerTerm: 1000000 });
-  entry.queryWholePostings = await latency((q) => query(whole, q), qs);
-  console.error(`${label}: PgIndex query, whole posting lists ${JSON.stringify(entry.queryWholePostings)}`);
-  await whole.close();
+  const capped = await PgIndex.open({ pool, table, embedder, workers: 0, postingsPerTerm: 1000 });
+  entry.queryCapped = await latency((q) => query(capped, q), qs);
+  console.error(`${label}: PgIndex query, postingsPerTerm 1000 ${JSON.stringify(entry.queryCapped)}`);
   entry.embedQuestion = await latency((q) => Promise.resolve(embedder.embed([q])), qs);
-  entry.lexicalAgreement = await lexicalAgreement(pool, idx, table, qs.slice(0, EXACT), embedder);
-  console.error(`${label}: exact BM25 found ${JSON.stringify(entry.lexicalAgreement)}`);
+  entry.lexicalAgreementCapped = await lexicalAgreement(pool, capped, table, qs.slice(0, EXACT), embedder);
+  console.error(`${label}: exact BM25 found with postingsPerTerm 1000 ${JSON.stringify(entry.lexicalAgreementCapped)}`);
+  await capped.close();
   entry.rssAfterMb = mb(process.memoryUsage().rss);
   await idx.close();
   save();
@@ -190,7 +274,7 @@ const pool = new pg.Pool({ connectionString: url, max: 4 });
 await pool.query('CREATE SCHEMA IF NOT EXISTS bench_scale');
 const minilm = await loadEmbedder();
 const server = (await pool.query("SELECT version() v, current_setting('shared_buffers') sb, (SELECT extversion FROM pg_extension WHERE extname = 'vector') pv")).rows[0];
-report.date = new Date().toISOString();
+report[CHECK ? 'checkDate' : 'date'] = new Date().toISOString();
 report.machine = { cpus: availableParallelism(), model: cpus()[0]?.model, node: process.version };
 report.server = { version: server.v.split(' on ')[0], sharedBuffers: server.sb, pgvector: server.pv };
 console.error(`${report.server.version}, pgvector ${server.pv}, shared_buffers ${server.sb}`);
@@ -204,7 +288,8 @@ try {
       const cache = new Map(rows.rows.map((x) => [x.content, new Float32Array(JSON.parse(x.e))]));
       return externalEmbedder(minilm.identity(), (ts) => ts.map((t) => cache.get(t) ?? minilm.embed([t])[0]));
     };
-    await measure((report.real ??= {}), { pool, table: realTable, embedder: minilm, served, n: REAL, label: `real ${REAL}` });
+    const t = { pool, table: realTable, embedder: minilm, served, n: REAL, label: `real ${REAL}` };
+    await (CHECK ? check : measure)((report.real ??= {}), t);
   }
   if (ONLY !== 'real' && SYNTH > 0) {
     const base = (await pool.query(`SELECT embedding::text e FROM ${realTable} ORDER BY id LIMIT 20000`)).rows
@@ -228,7 +313,8 @@ try {
     const embedder = externalEmbedder(identity, (ts) => ts.map(synthetic));
     const entry = (report.synthetic ??= {});
     entry.vectors = `normalised means of 2-4 of the first ${base.length} MiniLM vectors of ${realTable}; questions by MiniLM`;
-    await measure(entry, { pool, table: `bench_scale.synthetic_${SYNTH}`, embedder, served: async () => embedder, n: SYNTH, label: `synthetic ${SYNTH}`, workers: 0 });
+    const t = { pool, table: `bench_scale.synthetic_${SYNTH}`, embedder, served: async () => embedder, n: SYNTH, label: `synthetic ${SYNTH}`, workers: 0 };
+    await (CHECK ? check : measure)(entry, t);
   }
 } finally {
   await pool.end();
