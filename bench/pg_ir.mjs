@@ -74,8 +74,7 @@ try {
     const texts = new Set(questions.map((q) => q.text));
     for (const d of docs) {
       for (const c of chunker.get(d.id).chunks) {
-        const headers = c.headerPath ?? c.header_path; // the wasm Index returns header_path
-        texts.add(headers.length > 0 ? `${headers.join(' > ')}\n${c.text}` : c.text);
+        texts.add(c.headerPath.length > 0 ? `${c.headerPath.join(' > ')}\n${c.text}` : c.text);
       }
     }
     chunker.free();

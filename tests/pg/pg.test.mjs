@@ -79,13 +79,6 @@ function child(args, onLine) {
   });
 }
 
-/** `Index.get` of the in-memory index with its chunks in the declared (camelCase) shape: the
- * wasm Index returns `doc_id`/`header_path` (index.d.ts declares `docId`/`headerPath`). */
-function memGet(idx, id) {
-  const d = idx.get(id);
-  return d && { ...d, chunks: d.chunks.map(({ doc_id, header_path, ...c }) => ({ ...c, docId: c.docId ?? doc_id, headerPath: c.headerPath ?? header_path })) };
-}
-
 /** The in-memory index over the same documents, for comparisons. */
 function memoryIndex(embedder, documents, options) {
   const idx = Index.create({ embedder, ...(options ?? {}) });
@@ -114,7 +107,7 @@ test('open creates the schema once; stats, get, identity', async () => {
   assert.ok(r.chunks >= 10 && r.embedded === r.chunks, JSON.stringify(r));
   const mem = memoryIndex(lexical, docs.slice(0, 10));
   assert.equal(r.chunks, mem.chunks);
-  assert.deepEqual(await again.get(docs[3].id), memGet(mem, docs[3].id));
+  assert.deepEqual(await again.get(docs[3].id), mem.get(docs[3].id));
   assert.equal(await idx.get('nope'), undefined);
   const s2 = await again.stats();
   assert.deepEqual([s2.documents, s2.chunks], [10, mem.chunks]);
@@ -228,7 +221,7 @@ test('re-adding is idempotent: unchanged documents skipped, changed ones replace
   // The result equals an index built from the final documents directly.
   const mem = memoryIndex(lexical, [...base, { ...edited, metadata: { source: 'x' } }, { id: 'copy', text: docs[0].text, title: docs[0].title }]);
   await consistent(name, { docs: 14, chunks: mem.chunks });
-  assert.deepEqual(await idx.get('long'), memGet(mem, 'long'));
+  assert.deepEqual(await idx.get('long'), mem.get('long'));
   for (const q of questions.slice(0, 5)) {
     assert.deepEqual((await idx.query(q, { minScore: 0 })).results.map((r) => r.chunkId), mem.query(q, { minScore: 0 }).results.map((r) => r.chunkId));
   }
