@@ -1,6 +1,7 @@
 // Synthetic chunk-sized documents for the retrieval benchmarks (bench/query.mjs,
-// bench/browser.mjs): sentences of the dev IR corpora (the committed fixture when ../shared is
-// absent) recombined by a fixed xorshift stream, so every run and every bench sees the same text.
+// bench/browser.mjs, bench/pg_scale.mjs): sentences of the dev IR corpora ($IR_DATA, default
+// ../shared/data/ir; the committed fixture when they are absent) recombined by a fixed xorshift
+// stream, so every run and every bench sees the same text.
 import { existsSync, readFileSync } from 'node:fs';
 
 const here = (p) => new URL(p, import.meta.url).pathname;
@@ -11,7 +12,8 @@ const here = (p) => new URL(p, import.meta.url).pathname;
  * (bench/query_minilm.mjs relies on the order: row i of bench/out/minilm_real.f32 is sentence i.)
  */
 export function sentencePool() {
-  const sources = ['../../shared/data/ir/cisi/corpus.jsonl', '../../shared/data/ir/med/corpus.jsonl'].map(here).filter(existsSync);
+  const data = process.env.IR_DATA ?? here('../../shared/data/ir');
+  const sources = [`${data}/cisi/corpus.jsonl`, `${data}/med/corpus.jsonl`].filter(existsSync);
   if (sources.length === 0) sources.push(here('../tests/fixtures/retrieval/docs.jsonl'));
   const pool = [];
   for (const f of sources) {

@@ -25,6 +25,11 @@
 //! down the list, `minScore` cuts a prefix of the ranking, and one weak result does not drag
 //! down everything after it (as a running minimum would).
 
+use super::index::{compression_pool, LEXICAL_SATURATION};
+use super::options::QueryOptions;
+use crate::embed::EmbedderKind;
+use crate::text::hash::FastMap;
+
 /// One ranked list to fuse: slots best first, and the list's weight.
 #[derive(Clone, Copy, Debug)]
 pub struct RankedList<'a> {
@@ -63,7 +68,6 @@ pub fn rrf_grouped(
     k: f32,
     group: &dyn Fn(u32) -> u32,
 ) -> Vec<(u32, f32)> {
-    use crate::text::hash::FastMap;
     // Per list: own rank of each slot, best rank of each group (hash maps: only looked up,
     // their order never reaches the output). The union of the slots, ascending.
     let mut own: Vec<FastMap<u32, usize>> = Vec::with_capacity(lists.len());
@@ -188,6 +192,106 @@ pub fn non_increasing_fit(values: &[f32]) -> Vec<f32> {
         out.extend(std::iter::repeat_n(mean, n));
     }
     out
+}
+
+/// How `query` fuses a lexical and a dense candidate list: the two weights, the RRF constant,
+/// the dense evidence scale and how many fused candidates go on to result compression. The one
+/// description of it, used by [`Index::candidates`](super::index::Index::candidates) and by
+/// stores that keep the lists elsewhere ([`fuse_lists`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fusion {
+    /// Weight of the lexical (BM25) list.
+    pub lexical_weight: f32,
+    /// Weight of the dense (vector) list.
+    pub dense_weight: f32,
+    /// The RRF constant `k`.
+    pub rrf_k: f32,
+    /// The cosine range of the embedder family.
+    pub scale: DenseScale,
+    /// How many fused candidates are kept (and calibrated).
+    pub limit: usize,
+}
+
+impl Fusion {
+    /// The fusion of `options` over vectors of `kind`: `denseWeight` defaults to 1 for a model
+    /// embedder and 0 for the lexical one; `limit` is `candidates`, at most
+    /// [`compression_pool`]`(topN)`.
+    pub fn new(options: &QueryOptions, kind: EmbedderKind) -> Fusion {
+        let dense_weight = options.dense_weight.unwrap_or(match kind {
+            EmbedderKind::MiniLm => 1.0,
+            EmbedderKind::Lexical => 0.0,
+        });
+        Fusion {
+            lexical_weight: options.lexical_weight as f32,
+            dense_weight: dense_weight as f32,
+            rrf_k: options.rrf_k as f32,
+            scale: match kind {
+                EmbedderKind::MiniLm => DenseScale::MINILM,
+                EmbedderKind::Lexical => DenseScale::LEXICAL,
+            },
+            limit: options.candidates.min(compression_pool(options.top_n)),
+        }
+    }
+}
+
+/// The fused, calibrated ranking of two candidate lists: `lexical` as `(slot, bm25)` and
+/// `dense` as `(slot, cosine)`, each best first; `ideal` is the question's ideal BM25 score
+/// ([`Bm25::ideal_score`](super::bm25::Bm25::ideal_score)); `group(slot)` is the slot's
+/// document. Returns `(slot, score)` best first: document-aware RRF ([`rrf_grouped`]) cut at
+/// `fusion.limit`, then the evidence of each side calibrated ([`calibrate`]).
+pub fn fuse_lists(
+    lexical: &[(u32, f32)],
+    ideal: f32,
+    dense: &[(u32, f32)],
+    group: &dyn Fn(u32) -> u32,
+    fusion: &Fusion,
+) -> Vec<(u32, f32)> {
+    let lex_slots: Vec<u32> = lexical.iter().map(|h| h.0).collect();
+    let dense_slots: Vec<u32> = dense.iter().map(|h| h.0).collect();
+    let mut fused = rrf_grouped(
+        &[
+            RankedList {
+                slots: &lex_slots,
+                weight: fusion.lexical_weight,
+            },
+            RankedList {
+                slots: &dense_slots,
+                weight: fusion.dense_weight,
+            },
+        ],
+        fusion.rrf_k,
+        group,
+    );
+    fused.truncate(fusion.limit);
+
+    // Looked up only (their order never reaches the output); a slot listed twice keeps its
+    // first (best) score.
+    let mut lex_score: FastMap<u32, f32> = FastMap::default();
+    for &(slot, s) in lexical {
+        lex_score.entry(slot).or_insert(s);
+    }
+    let mut dense_score: FastMap<u32, f32> = FastMap::default();
+    for &(slot, c) in dense {
+        dense_score.entry(slot).or_insert(c);
+    }
+    let evidence: Vec<Evidence> = fused
+        .iter()
+        .map(|(slot, _)| Evidence {
+            lexical: match lex_score.get(slot) {
+                Some(&s) if ideal > 0.0 => (s / (ideal * LEXICAL_SATURATION)).clamp(0.0, 1.0),
+                _ => 0.0,
+            },
+            dense: dense_score
+                .get(slot)
+                .map_or(0.0, |&c| fusion.scale.evidence(c)),
+        })
+        .collect();
+    let scores = calibrate(&evidence, fusion.lexical_weight, fusion.dense_weight);
+    fused
+        .into_iter()
+        .zip(scores)
+        .map(|((slot, _), score)| (slot, score))
+        .collect()
 }
 
 #[cfg(test)]

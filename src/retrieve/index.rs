@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::analyze::{Analyzer, AnalyzerOptions};
 use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
-use super::fuse::{calibrate, rrf_grouped, DenseScale, Evidence, RankedList};
+use super::fuse::{fuse_lists, Fusion};
 use super::options::QueryOptions;
 use super::results::{check_query, compress_results, Candidate, QueryOutput};
 use super::vector::{VectorParams, VectorStore};
@@ -353,51 +353,13 @@ impl Index {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<usize, Error> {
         self.check_embedder(embedder)?;
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, d) in documents.iter().enumerate() {
-            if d.id.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("documents[{i}].id"),
-                    "must not be empty",
-                ));
-            }
-            if self.derived.doc_pos.contains_key(&d.id) || !seen.insert(d.id.as_str()) {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("documents[{i}].id"),
-                    format!("duplicate document id {:?}", d.id),
-                ));
-            }
-            let len = d.text.len() + d.title.as_ref().map_or(0, String::len);
-            if len > MAX_DOCUMENT_BYTES {
-                return Err(Error::new(
-                    ErrorKind::TooLarge,
-                    format!("documents[{i}].text"),
-                    format!(
-                        "{len} bytes; a document holds at most {MAX_DOCUMENT_BYTES} (split it)"
-                    ),
-                ));
-            }
-        }
+        check_documents(documents, &|id| self.derived.doc_pos.contains_key(id))?;
 
         // 1. Chunk.
         let total_docs = documents.len();
         let mut chunked: Vec<Vec<Chunk>> = Vec::with_capacity(total_docs);
         for (i, d) in documents.iter().enumerate() {
-            let text = match &d.title {
-                Some(t) if !t.trim().is_empty() => format!("{}\n\n{}", t.trim(), d.text),
-                _ => d.text.clone(),
-            };
-            chunked.push(chunk_document(
-                &d.id,
-                d.path
-                    .as_deref()
-                    .or(d.title.as_deref())
-                    .filter(|p| !p.trim().is_empty()),
-                &text,
-                &self.options.chunk,
-            ));
+            chunked.push(chunks_of(d, &self.options.chunk));
             if (i + 1) % 256 == 0 || i + 1 == total_docs {
                 progress(Progress {
                     phase: "chunk",
@@ -557,11 +519,7 @@ impl Index {
             return Ok(Vec::new());
         }
         let k = options.candidates;
-        let lexical_weight = options.lexical_weight as f32;
-        let dense_weight = options.dense_weight.unwrap_or(match self.identity.kind {
-            EmbedderKind::MiniLm => 1.0,
-            EmbedderKind::Lexical => 0.0,
-        }) as f32;
+        let fusion = Fusion::new(options, self.identity.kind);
         let analyzer = match &self.derived.analyzer {
             Some(a) => a.clone(),
             None => Analyzer::new(self.options.analyzer),
@@ -570,14 +528,14 @@ impl Index {
         // Lexical side.
         let mut lexical: Vec<(u32, f32)> = Vec::new();
         let mut ideal = 0f32;
-        if lexical_weight > 0.0 {
+        if fusion.lexical_weight > 0.0 {
             let terms = analyzer.terms(question);
             lexical = self.bm25.search(&terms, k);
             ideal = self.bm25.ideal_score(&terms);
         }
         // Dense side.
         let mut dense: Vec<(u32, f32)> = Vec::new();
-        if dense_weight > 0.0 {
+        if fusion.dense_weight > 0.0 {
             let q = embedder.embed_one(question)?;
             let slot_of = |vid: u32| {
                 self.derived
@@ -594,8 +552,6 @@ impl Index {
                 .collect();
         }
 
-        let lex_slots: Vec<u32> = lexical.iter().map(|h| h.0).collect();
-        let dense_slots: Vec<u32> = dense.iter().map(|h| h.0).collect();
         let doc_of = |slot: u32| {
             self.derived
                 .doc_of_slot
@@ -603,43 +559,10 @@ impl Index {
                 .copied()
                 .unwrap_or(u32::MAX)
         };
-        let mut fused = rrf_grouped(
-            &[
-                RankedList {
-                    slots: &lex_slots,
-                    weight: lexical_weight,
-                },
-                RankedList {
-                    slots: &dense_slots,
-                    weight: dense_weight,
-                },
-            ],
-            options.rrf_k as f32,
-            &doc_of,
-        );
-        fused.truncate(k.min(compression_pool(options.top_n)));
-
-        // Looked up only (their order never reaches the output).
-        let lex_score: crate::text::hash::FastMap<u32, f32> = lexical.into_iter().collect();
-        let dense_score: crate::text::hash::FastMap<u32, f32> = dense.into_iter().collect();
-        let scale = match self.identity.kind {
-            EmbedderKind::MiniLm => DenseScale::MINILM,
-            EmbedderKind::Lexical => DenseScale::LEXICAL,
-        };
-        let evidence: Vec<Evidence> = fused
-            .iter()
-            .map(|(slot, _)| Evidence {
-                lexical: match lex_score.get(slot) {
-                    Some(&s) if ideal > 0.0 => (s / (ideal * LEXICAL_SATURATION)).clamp(0.0, 1.0),
-                    _ => 0.0,
-                },
-                dense: dense_score.get(slot).map_or(0.0, |&c| scale.evidence(c)),
-            })
-            .collect();
-        let scores = calibrate(&evidence, lexical_weight, dense_weight);
+        let fused = fuse_lists(&lexical, ideal, &dense, &doc_of, &fusion);
 
         let mut out = Vec::with_capacity(fused.len());
-        for ((slot, _), score) in fused.into_iter().zip(scores) {
+        for (slot, score) in fused {
             let Some(s) = self.slots.get(slot as usize) else {
                 continue;
             };
@@ -761,8 +684,61 @@ fn room_for(chunks: usize, more: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks a batch of documents before anything is indexed: ids non-empty and unique within the
+/// batch and not already stored (`exists`), texts within [`MAX_DOCUMENT_BYTES`]. Errors name
+/// the document (`documents[3].id`).
+pub(crate) fn check_documents(
+    documents: &[Document],
+    exists: &dyn Fn(&str) -> bool,
+) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, d) in documents.iter().enumerate() {
+        if d.id.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("documents[{i}].id"),
+                "must not be empty",
+            ));
+        }
+        if exists(&d.id) || !seen.insert(d.id.as_str()) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("documents[{i}].id"),
+                format!("duplicate document id {:?}", d.id),
+            ));
+        }
+        let len = d.text.len() + d.title.as_ref().map_or(0, String::len);
+        if len > MAX_DOCUMENT_BYTES {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("documents[{i}].text"),
+                format!("{len} bytes; a document holds at most {MAX_DOCUMENT_BYTES} (split it)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A document's chunks as an index stores them: the title, when there is one, is the text's
+/// first paragraph, and the path (or else the title) is every chunk's `path`.
+pub(crate) fn chunks_of(d: &Document, options: &ChunkOptions) -> Vec<Chunk> {
+    let text = match &d.title {
+        Some(t) if !t.trim().is_empty() => format!("{}\n\n{}", t.trim(), d.text),
+        _ => d.text.clone(),
+    };
+    chunk_document(
+        &d.id,
+        d.path
+            .as_deref()
+            .or(d.title.as_deref())
+            .filter(|p| !p.trim().is_empty()),
+        &text,
+        options,
+    )
+}
+
 /// The text a chunk is embedded as: its header path, then its text.
-fn embedding_text(chunk: &Chunk) -> String {
+pub(crate) fn embedding_text(chunk: &Chunk) -> String {
     if chunk.header_path.is_empty() {
         chunk.text.clone()
     } else {
@@ -771,7 +747,7 @@ fn embedding_text(chunk: &Chunk) -> String {
 }
 
 /// The text a chunk is indexed as for BM25: path, header path and text.
-fn lexical_text(chunk: &Chunk) -> String {
+pub(crate) fn lexical_text(chunk: &Chunk) -> String {
     embedding_text(chunk)
 }
 

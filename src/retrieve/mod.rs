@@ -41,4 +41,5 @@ pub mod fuse;
 pub mod index;
 pub mod options;
 pub mod results;
+pub mod store;
 pub mod vector;

@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 use super::{js_error, optional_json, stringify, to_js};
 use crate::embed::{Embedder, EmbedderIdentity, LoadInfo, Vector, DIMS};
 use crate::error::{read_json, Error, ErrorKind};
+use crate::retrieve::fuse::Fusion;
 use crate::retrieve::index::{Document, Index, IndexOptions};
 use crate::retrieve::options::QueryOptions;
 use crate::retrieve::results::{compress_results, Candidate};
@@ -363,4 +364,111 @@ impl WasmEmbedder {
     pub(crate) fn embedder(&self) -> &Embedder {
         &self.inner
     }
+}
+
+// ------------------------------------------------------------------ external stores
+// What `condense-ctx/pg` calls: the index's own chunking, analysis and fusion over rows kept in
+// PostgreSQL (src/retrieve/store.rs).
+
+fn read_index_options(options: &JsValue) -> Result<IndexOptions, JsValue> {
+    match optional_json(options, "options")? {
+        None => Ok(IndexOptions::default()),
+        Some(json) => IndexOptions::from_json(&json).map_err(js_error),
+    }
+}
+
+/// `options` (`{chunk?, bm25?}`, as `Index.create` takes them) with every default filled in.
+#[wasm_bindgen(js_name = resolveIndexOptions)]
+pub fn resolve_index_options(options: JsValue) -> Result<JsValue, JsValue> {
+    let options = read_index_options(&options)?;
+    to_js(&crate::retrieve::store::resolved_options(&options))
+}
+
+/// Documents `[{id, path?, title?, text, metadata?}]` chunked, analysed and hashed as an
+/// `Index` with `options` would index them (`PreparedDocument`s, camelCase).
+#[wasm_bindgen(js_name = prepareDocuments)]
+pub fn prepare_documents_js(documents: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    let options = read_index_options(&options)?;
+    let json = stringify(&documents, "documents")?;
+    let docs: Vec<Document> =
+        read_json(&json, ErrorKind::InvalidInput, "documents").map_err(js_error)?;
+    let prepared = crate::retrieve::store::prepare_documents(&docs, &options).map_err(js_error)?;
+    to_js(&prepared)
+}
+
+/// Checks a question and query options and says what to fetch: `{terms, depth, lexical,
+/// dense}` (the question's BM25 terms, how many hits of each list to fuse, and whether each
+/// list has weight).
+#[wasm_bindgen(js_name = planQuery)]
+pub fn plan_query(
+    question: &str,
+    options: JsValue,
+    index_options: JsValue,
+    embedder: &WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    let options = read_query_options(&options)?;
+    crate::retrieve::results::check_query(question, &options).map_err(js_error)?;
+    let index_options = read_index_options(&index_options)?;
+    let fusion = Fusion::new(&options, embedder.inner.identity().kind);
+    to_js(&serde_json::json!({
+        "terms": crate::retrieve::store::query_terms(question, &index_options),
+        "depth": options.candidates,
+        "lexical": fusion.lexical_weight > 0.0,
+        "dense": fusion.dense_weight > 0.0,
+    }))
+}
+
+/// Fuses a lexical list (rows and BM25 scores, best first; `ideal` the question's ideal BM25
+/// score) and a dense list (rows and cosines, best first) as `query` does; `groups[row]` is
+/// each row's document. Returns `{rows: Uint32Array, scores: Float32Array}`, best first, cut
+/// at the compression pool of `options.topN`, with calibrated scores.
+#[wasm_bindgen(js_name = fuseLists)]
+#[allow(clippy::too_many_arguments)]
+pub fn fuse_lists_js(
+    lexical_rows: &[u32],
+    lexical_scores: &[f32],
+    ideal: f32,
+    dense_rows: &[u32],
+    dense_cosines: &[f32],
+    groups: &[u32],
+    options: JsValue,
+    embedder: &WasmEmbedder,
+) -> Result<JsValue, JsValue> {
+    let options = read_query_options(&options)?;
+    let bad =
+        |path: &str, reason: &str| js_error(Error::new(ErrorKind::InvalidInput, path, reason));
+    if lexical_rows.len() != lexical_scores.len() {
+        return Err(bad("lexicalScores", "expected one score per lexical row"));
+    }
+    if dense_rows.len() != dense_cosines.len() {
+        return Err(bad("denseCosines", "expected one cosine per dense row"));
+    }
+    let n = groups.len();
+    if lexical_rows
+        .iter()
+        .chain(dense_rows)
+        .any(|&r| r as usize >= n)
+    {
+        return Err(bad("groups", "every row needs its group"));
+    }
+    let lexical: Vec<(u32, f32)> = lexical_rows
+        .iter()
+        .copied()
+        .zip(lexical_scores.iter().copied())
+        .collect();
+    let dense: Vec<(u32, f32)> = dense_rows
+        .iter()
+        .copied()
+        .zip(dense_cosines.iter().copied())
+        .collect();
+    let group = |row: u32| groups.get(row as usize).copied().unwrap_or(u32::MAX);
+    let fusion = Fusion::new(&options, embedder.inner.identity().kind);
+    let fused = crate::retrieve::fuse::fuse_lists(&lexical, ideal, &dense, &group, &fusion);
+    let rows: Vec<u32> = fused.iter().map(|f| f.0).collect();
+    let scores: Vec<f32> = fused.iter().map(|f| f.1).collect();
+    let out = js_sys::Object::new();
+    let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&out, &k.into(), v);
+    set("rows", &js_sys::Uint32Array::from(rows.as_slice()).into())?;
+    set("scores", &Float32Array::from(scores.as_slice()).into())?;
+    Ok(out.into())
 }

@@ -78,11 +78,11 @@ test('the tarball passes publint and arethetypeswrong (types for import, require
   assert.equal(lint.status, 0, lint.stdout + lint.stderr);
   // The module entry points (the .wasm and model files are assets); require() of the ES worker
   // and manual entries is require(esm) (Node 20.19+).
-  const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--entrypoints', '.', './worker', './manual', '--ignore-rules', 'cjs-resolves-to-esm']);
+  const attw = run(bin('attw'), [tarball.path, '--format', 'json', '--entrypoints', '.', './worker', './manual', './pg', '--ignore-rules', 'cjs-resolves-to-esm']);
   const report = JSON.parse(attw.stdout);
-  assert.deepEqual(Object.keys(report.analysis.entrypoints), ['.', './worker', './manual']);
+  assert.deepEqual(Object.keys(report.analysis.entrypoints), ['.', './worker', './manual', './pg']);
   const problems = Object.values(report.problems ?? {}).flat()
-    .filter((p) => !(p.kind === 'CJSResolvesToESM' && (p.entrypoint === './worker' || p.entrypoint === './manual')));
+    .filter((p) => !(p.kind === 'CJSResolvesToESM' && (p.entrypoint === './worker' || p.entrypoint === './manual' || p.entrypoint === './pg')));
   assert.deepEqual(problems, [], attw.stdout);
   assert.equal(attw.status, 0, attw.stdout + attw.stderr);
 });

@@ -1,0 +1,292 @@
+//! What a store that keeps an index's rows outside this process needs from the core
+//! (`condense-ctx/pg`, over PostgreSQL): documents prepared exactly as [`Index::add`] indexes
+//! them (the same chunks, embedding texts and BM25 terms), content hashes that make
+//! re-ingesting a document idempotent, and a question's BM25 terms. The lists such a store
+//! returns are fused by [`fuse_lists`](super::fuse::fuse_lists), the function
+//! [`Index::candidates`] uses, and compressed by
+//! [`compress_results`](super::results::compress_results).
+//!
+//! Hashes are SHA-256 in lower-case hex:
+//! - a chunk's hash is that of its embedding text (header path and text: what its vector and
+//!   its BM25 terms are computed from), so equal hashes mean equal vectors and terms;
+//! - a document's hash covers its id, path, title, text and metadata (each field
+//!   length-prefixed, so no two documents share an encoding), so an unchanged document is
+//!   recognised without chunking or embedding it again.
+//!
+//! [`Index::add`]: super::index::Index::add
+//! [`Index::candidates`]: super::index::Index::candidates
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::analyze::Analyzer;
+use super::index::{check_documents, chunks_of, embedding_text, Document, IndexOptions};
+use crate::Error;
+
+/// One chunk as a store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedChunk {
+    /// `{docId}#{ordinal}`.
+    pub chunk_id: String,
+    /// Position within the document, from 0.
+    pub ordinal: u32,
+    /// Markdown headers above the chunk, outermost first.
+    pub header_path: Vec<String>,
+    /// The chunk's text.
+    pub content: String,
+    /// What the embedder embeds (and BM25 indexes): header path, then text.
+    pub embedding_text: String,
+    /// SHA-256 (hex) of `embedding_text`.
+    pub hash: String,
+    /// The chunk's distinct BM25 terms, sorted.
+    pub terms: Vec<String>,
+    /// Term frequency of each of `terms`.
+    pub tfs: Vec<u32>,
+    /// Number of terms, repetitions included (BM25's document length).
+    pub length: u32,
+}
+
+/// One document as a store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedDocument {
+    /// The document's id.
+    pub id: String,
+    /// Its path, if any.
+    pub path: Option<String>,
+    /// Its title, if any.
+    pub title: Option<String>,
+    /// Its metadata, as given.
+    pub metadata: Option<serde_json::Value>,
+    /// SHA-256 (hex) of id, path, title, text and metadata.
+    pub hash: String,
+    /// What results show as the chunks' `path`: the path, or else the title.
+    pub chunk_path: Option<String>,
+    /// Its chunks, in order.
+    pub chunks: Vec<PreparedChunk>,
+}
+
+/// Prepares a batch of documents: checked as [`Index::add`](super::index::Index::add) checks
+/// them (ids non-empty and distinct within the batch, texts within the size limit), chunked,
+/// analysed and hashed. Whether an id is already stored is the store's business (a store
+/// replaces a changed document and skips an unchanged one).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) at `documents[i].id`,
+/// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) at `documents[i].text`.
+pub fn prepare_documents(
+    documents: &[Document],
+    options: &IndexOptions,
+) -> Result<Vec<PreparedDocument>, Error> {
+    check_documents(documents, &|_| false)?;
+    let analyzer = Analyzer::new(options.analyzer);
+    Ok(documents
+        .iter()
+        .map(|d| {
+            let chunks = chunks_of(d, &options.chunk);
+            let chunk_path = chunks.first().and_then(|c| c.path.clone());
+            let chunks = chunks
+                .into_iter()
+                .map(|chunk| {
+                    let text = embedding_text(&chunk);
+                    let mut all = analyzer.terms(&text);
+                    let length = u32::try_from(all.len()).unwrap_or(u32::MAX);
+                    all.sort_unstable();
+                    let mut terms: Vec<String> = Vec::new();
+                    let mut tfs: Vec<u32> = Vec::new();
+                    for t in all {
+                        match (terms.last(), tfs.last_mut()) {
+                            (Some(last), Some(tf)) if *last == t => *tf += 1,
+                            _ => {
+                                terms.push(t);
+                                tfs.push(1);
+                            }
+                        }
+                    }
+                    PreparedChunk {
+                        chunk_id: chunk.id,
+                        ordinal: chunk.ordinal,
+                        header_path: chunk.header_path,
+                        content: chunk.text,
+                        hash: hex_sha256(&[text.as_bytes()]),
+                        embedding_text: text,
+                        terms,
+                        tfs,
+                        length,
+                    }
+                })
+                .collect();
+            PreparedDocument {
+                id: d.id.clone(),
+                path: d.path.clone(),
+                title: d.title.clone(),
+                metadata: d.metadata.clone(),
+                hash: document_hash(d),
+                chunk_path,
+                chunks,
+            }
+        })
+        .collect())
+}
+
+/// The BM25 terms of a question, as an index with `options` analyses it (repetitions kept:
+/// BM25 counts a repeated query term once per repetition).
+pub fn query_terms(question: &str, options: &IndexOptions) -> Vec<String> {
+    Analyzer::new(options.analyzer).terms(question)
+}
+
+/// `options` with every default filled in, as JSON that [`IndexOptions::from_json`] reads
+/// back to the same value (`{chunk: {minChars, maxChars}, bm25: {k1, b}}`): what a store
+/// records so that a later release with other defaults still chunks and scores its rows alike.
+pub fn resolved_options(options: &IndexOptions) -> serde_json::Value {
+    // The f32 parameters as their shortest decimal (0.9, not 0.8999999761581421): the same
+    // f32 when read back, and the number a person wrote.
+    let short = |x: f32| x.to_string().parse::<f64>().unwrap_or(f64::from(x));
+    serde_json::json!({
+        "chunk": {"minChars": options.chunk.min_chars, "maxChars": options.chunk.max_chars},
+        "bm25": {"k1": short(options.bm25.k1), "b": short(options.bm25.b)},
+    })
+}
+
+fn document_hash(d: &Document) -> String {
+    let metadata = d.metadata.as_ref().map(|m| m.to_string());
+    let fields: [Option<&[u8]>; 5] = [
+        Some(d.id.as_bytes()),
+        d.path.as_deref().map(str::as_bytes),
+        d.title.as_deref().map(str::as_bytes),
+        Some(d.text.as_bytes()),
+        metadata.as_deref().map(str::as_bytes),
+    ];
+    // Before each field a tag byte (present or not) and its length.
+    let prefixes: Vec<[u8; 9]> = fields
+        .iter()
+        .map(|f| {
+            let mut prefix = [0u8; 9];
+            if let Some(v) = f {
+                prefix[0] = 1;
+                prefix[1..].copy_from_slice(&(v.len() as u64).to_le_bytes());
+            }
+            prefix
+        })
+        .collect();
+    let mut parts: Vec<&[u8]> = vec![b"condense-document-v1"];
+    for (prefix, value) in prefixes.iter().zip(fields) {
+        parts.push(prefix);
+        if let Some(v) = value {
+            parts.push(v);
+        }
+    }
+    hex_sha256(&parts)
+}
+
+fn hex_sha256(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::Embedder;
+    use crate::retrieve::index::Index;
+
+    fn doc(id: &str, text: &str) -> Document {
+        Document::new(id, text)
+    }
+
+    #[test]
+    fn chunks_and_terms_are_those_the_index_stores() {
+        let text = "# Setup\n\nInstall the package with npm. The running servers restart.\n\n## Keys\n\nRotate the API keys every quarter; the keys live in the vault.";
+        let docs = vec![
+            Document {
+                title: Some("Guide".into()),
+                path: Some("docs/guide.md".into()),
+                ..doc("g", text)
+            },
+            doc("p", "Plain text about keys and keys."),
+        ];
+        let options = IndexOptions::default();
+        let prepared = prepare_documents(&docs, &options).unwrap();
+        let embedder = Embedder::lexical();
+        let mut index = Index::new(&embedder, options).unwrap();
+        index.add(&docs, &embedder, &mut |_| {}).unwrap();
+        for (p, d) in prepared.iter().zip(&docs) {
+            let info = index.get(&d.id).unwrap();
+            assert_eq!(p.chunks.len(), info.chunks.len());
+            for (pc, c) in p.chunks.iter().zip(&info.chunks) {
+                assert_eq!(pc.chunk_id, c.id);
+                assert_eq!(pc.content, c.text);
+                assert_eq!(pc.header_path, c.header_path);
+                assert_eq!(p.chunk_path, c.path);
+                // The terms, with their counts, are the analyser's terms of the embedding text.
+                let terms = Analyzer::new(options.analyzer).terms(&pc.embedding_text);
+                assert_eq!(pc.length as usize, terms.len());
+                for (t, tf) in pc.terms.iter().zip(&pc.tfs) {
+                    assert_eq!(terms.iter().filter(|x| *x == t).count(), *tf as usize);
+                }
+                assert!(pc.terms.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+        let plain = &prepared[1].chunks[0];
+        assert_eq!(plain.terms, ["key", "plain", "text"]);
+        assert_eq!(plain.tfs, [2, 1, 1]);
+        assert_eq!(plain.length, 4);
+    }
+
+    #[test]
+    fn hashes_follow_content() {
+        let options = IndexOptions::default();
+        let a = prepare_documents(&[doc("a", "Same words here.")], &options).unwrap();
+        let b = prepare_documents(&[doc("b", "Same words here.")], &options).unwrap();
+        // Another id: another document, the same chunk content.
+        assert_ne!(a[0].hash, b[0].hash);
+        assert_eq!(a[0].chunks[0].hash, b[0].chunks[0].hash);
+        assert_eq!(a[0].chunks[0].hash.len(), 64);
+        let again = prepare_documents(&[doc("a", "Same words here.")], &options).unwrap();
+        assert_eq!(a, again);
+        // Fields do not run into each other: title "ab" + text "c" differs from "a" + "bc".
+        let t1 = Document {
+            title: Some("ab".into()),
+            ..doc("x", "c")
+        };
+        let t2 = Document {
+            title: Some("a".into()),
+            ..doc("x", "bc")
+        };
+        assert_ne!(document_hash(&t1), document_hash(&t2));
+        let m = Document {
+            metadata: Some(serde_json::json!({"k": 1})),
+            ..doc("x", "c")
+        };
+        assert_ne!(document_hash(&m), document_hash(&doc("x", "c")));
+    }
+
+    #[test]
+    fn bad_documents_are_refused_with_their_path() {
+        let options = IndexOptions::default();
+        let err = prepare_documents(&[doc("a", "x"), doc("a", "y")], &options).unwrap_err();
+        assert_eq!(err.path(), "documents[1].id");
+        let err = prepare_documents(&[doc("", "x")], &options).unwrap_err();
+        assert_eq!(err.path(), "documents[0].id");
+    }
+
+    #[test]
+    fn resolved_options_read_back_to_the_same_value() {
+        let options =
+            IndexOptions::from_json(r#"{"chunk": {"maxChars": 900}, "bm25": {"k1": 1.2}}"#)
+                .unwrap();
+        let resolved = resolved_options(&options);
+        assert_eq!(resolved["bm25"]["k1"], serde_json::json!(1.2));
+        assert_eq!(resolved["bm25"]["b"], serde_json::json!(0.4));
+        let json = resolved.to_string();
+        assert_eq!(IndexOptions::from_json(&json).unwrap(), options);
+        assert_eq!(
+            query_terms("The keys, rotating keys", &options),
+            ["key", "rotat", "key"]
+        );
+    }
+}
