@@ -116,15 +116,7 @@ impl Known {
         terms: &Query,
         f: impl FnOnce() -> String,
     ) -> String {
-        terms.memo.text(
-            &[
-                tag.as_bytes(),
-                text.as_bytes(),
-                &level_bytes(level),
-                self.query.as_bytes(),
-            ],
-            f,
-        )
+        self.memo_text(false, tag, text, level, terms, f)
     }
 
     /// As [`cached`](Self::cached), also keyed by the key tokens kept verbatim.
@@ -136,16 +128,28 @@ impl Known {
         terms: &Query,
         f: impl FnOnce() -> String,
     ) -> String {
-        terms.memo.text(
-            &[
-                tag.as_bytes(),
-                text.as_bytes(),
-                &level_bytes(level),
-                self.query.as_bytes(),
-                self.fp.as_bytes(),
-            ],
-            f,
-        )
+        self.memo_text(true, tag, text, level, terms, f)
+    }
+
+    /// The memo lookup of both: the key's parts, the known set's fingerprint last when asked.
+    fn memo_text(
+        &self,
+        with_known: bool,
+        tag: &str,
+        text: &str,
+        level: Level,
+        terms: &Query,
+        f: impl FnOnce() -> String,
+    ) -> String {
+        let level = level_bytes(level);
+        let parts: [&[u8]; 5] = [
+            tag.as_bytes(),
+            text.as_bytes(),
+            &level,
+            self.query.as_bytes(),
+            self.fp.as_bytes(),
+        ];
+        terms.memo.text(&parts[..if with_known { 5 } else { 4 }], f)
     }
 }
 

@@ -258,39 +258,24 @@ fn is_number_word(w: &str) -> bool {
     )
 }
 
+/// A word that dates something: a day or month name (not "may", which is far more often the
+/// verb), or a relative day, season or occasion.
 fn is_date_word(w: &str) -> bool {
-    matches!(
-        w,
-        "yesterday"
-            | "today"
-            | "tomorrow"
-            | "tonight"
-            | "weekend"
-            | "monday"
-            | "tuesday"
-            | "wednesday"
-            | "thursday"
-            | "friday"
-            | "saturday"
-            | "sunday"
-            | "january"
-            | "february"
-            | "march"
-            | "april"
-            | "june"
-            | "july"
-            | "august"
-            | "september"
-            | "october"
-            | "november"
-            | "december"
-            | "spring"
-            | "summer"
-            | "autumn"
-            | "winter"
-            | "birthday"
-            | "anniversary"
-    )
+    (w != "may" && is_day_or_month(w))
+        || matches!(
+            w,
+            "yesterday"
+                | "today"
+                | "tomorrow"
+                | "tonight"
+                | "weekend"
+                | "spring"
+                | "summer"
+                | "autumn"
+                | "winter"
+                | "birthday"
+                | "anniversary"
+        )
 }
 
 fn is_day_or_month(w: &str) -> bool {
