@@ -1,4 +1,4 @@
-// The package in Chromium (DESIGN.md section 8, issue 7 "Measure and report"), with Debian's
+// The package in Chromium (docs/design.md, "Targets", issue 7 "Measure and report"), with Debian's
 // Chromium driven by playwright-core from tests/e2e (scripts/setup installs both):
 //
 //   1. time to first result: the demo page loaded cold (fresh browser context) with

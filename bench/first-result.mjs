@@ -43,7 +43,7 @@ const modelDir = join(modelRoot, 'all-MiniLM-L6-v2');
 mkdirSync(join(modelDir, 'onnx'), { recursive: true });
 copyFileSync(join(pkg, 'models', 'model.onnx'), join(modelDir, 'onnx', 'model_quantized.onnx'));
 // The shipped tokenizer.json pads to a fixed 128 and truncates at 128; condense turns both off and
-// truncates at 256 (DESIGN.md section 9): the same here (model_max_length below).
+// truncates at 256 (docs/design.md, "Embedding parity"): the same here (model_max_length below).
 const tokenizer = JSON.parse(readFileSync(join(pkg, 'models', 'tokenizer.json'), 'utf8'));
 writeFileSync(join(modelDir, 'tokenizer.json'), JSON.stringify({ ...tokenizer, padding: null, truncation: null }));
 writeFileSync(join(modelDir, 'config.json'), JSON.stringify({

@@ -1,5 +1,5 @@
 // The incremental cache, prefix-stable mode and the speed of compress on ~10K-token
-// conversations (issue 5, seed 004's acceptance), natively (the CLI) and in Node (the package),
+// conversations (issue 5's acceptance), natively (the CLI) and in Node (the package),
 // side by side in one run. Prints tables.
 //
 //   node bench/incremental.mjs [--sets sharegpt_dev,tool_sessions_dev_openai,…] [--runs N]

@@ -1,4 +1,4 @@
-// query() latency, native and wasm side by side in one run (DESIGN.md section 8).
+// query() latency, native and wasm side by side in one run (docs/design.md, "Targets").
 //
 // The same synthetic corpus (chunk-sized documents of sentences recombined from the dev IR
 // corpora, deterministic) is indexed by the native CLI and by the npm package in Node, both with

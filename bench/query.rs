@@ -1,5 +1,5 @@
-//! Retrieval at scale, natively (DESIGN.md section 8): index build rate, HNSW recall against the
-//! exact scan, and query latency at 1k, 10k and 100k chunks.
+//! Retrieval at scale, natively (docs/design.md, "Targets"): index build rate, HNSW recall against
+//! the exact scan, and query latency at 1k, 10k and 100k chunks.
 //!
 //! ```text
 //! cargo bench --bench query [--features embed] -- [--sizes 1000,10000,100000] [--queries 200]

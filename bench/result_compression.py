@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What result compression saves and costs on an IR set (seeds 000 and 003's claim: 40-60% fewer
+"""What result compression saves and costs on an IR set (the claim of the design
+notes result compression follows, docs/design.md "Result compression": 40-60% fewer
 tokens at no accuracy loss).
 
     python3 bench/result_compression.py --qrels qrels.tsv --plain plain.jsonl --compressed default.jsonl

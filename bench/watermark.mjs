@@ -1,9 +1,10 @@
-// applyWatermark throughput through the JS API, side by side in one run (DESIGN §8):
+// applyWatermark throughput through the JS API, side by side in one run (docs/design.md,
+// "Targets"):
 //
 //   condense/object   applyWatermark(messages, …)            objects in, objects out
 //   condense/string   applyWatermarkJson(text, …)            JSON text in, JSON text out
-//   seed-js/object    the seed-001 algorithm in plain JS       objects in, objects out
-//   seed-js/string    JSON.parse + seed-001 + JSON.stringify   text in, text out (the baseline)
+//   seed-js/object    the original proxy's algorithm in plain JS    objects in, objects out
+//   seed-js/string    JSON.parse + it + JSON.stringify              text in, text out (the baseline)
 //
 // Histories of 1k and 10k messages are built from the 40 real BFCL agent sessions of the dev
 // set (../shared/data; the 4 of tests/fixtures when it is absent), tool ids made unique, with a
@@ -52,7 +53,8 @@ function history(n, at) {
   return { messages: out, watermarkIndex: i + 1 };
 }
 
-// ---------------------------------------------------------------- the seed-001 algorithm in JS
+// ------------------------------------------------- the original proxy's algorithm in JS
+// (what docs/design.md, "Watermark rules", starts from)
 function seedFind(messages, toolName, watermarkId) {
   let passed = watermarkId === '';
   for (const m of messages) {

@@ -551,7 +551,7 @@ export interface CompressJsonResult {
 }
 
 /**
- * Compresses a conversation: classify, dedup, merge, summarise, size guard (seed 002's pipeline).
+ * Compresses a conversation: classify, dedup, merge, summarise, size guard (docs/design.md, "The compress pipeline").
  * With a `summarizer` it returns a Promise (two phases: the texts to summarise, then the
  * compression with the accepted summaries).
  * @throws {CondenseError}
@@ -634,7 +634,7 @@ export interface PrepareContextResult {
 }
 
 /**
- * Seed 004's context manager: shares `tokenBudget` across chunks by relevance to `query`
+ * The context manager: shares `tokenBudget` across chunks by relevance to `query`
  * (weight 0.25 + 0.75·relevance, water-filled), compresses each chunk to its share with the
  * extractive summariser, drops the least relevant chunks whole when a share would be under 16
  * tokens, and never returns more than the budget (`stats.fits`).
@@ -823,7 +823,7 @@ export class Index {
   free(): void;
 }
 
-/** Options of `query` and `compressResults` (seeds 000 and 003). Every field is optional. */
+/** Options of `query` and `compressResults` (docs/design.md, "Result compression"). Every field is optional. */
 export interface QueryOptions {
   /** Results scoring below this (calibrated 0–1) are dropped. Default 0.3; 0 keeps all. */
   minScore?: number;
@@ -867,7 +867,7 @@ export interface SearchResult {
   truncated: boolean;
 }
 
-/** Counts of every compression stage (they add up), sizes, and seed 000's names. */
+/** Counts of every compression stage (they add up), sizes, and the names retrieval tools commonly report. */
 export interface QueryStats {
   candidates: number;
   afterMinScore: number;

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | prune tool history before a checkpoint | [`watermark::apply_watermark`], [`watermark::apply_watermark_json`] | ready |
 //! | check a request against a provider's rules | [`message::validate`] | ready |
-//! | compress a conversation to a budget | [`compress::compress`], [`compress::uncompress`] | first cut |
+//! | compress a conversation (lossless by default, a token budget on request) | [`compress::compress`], [`compress::uncompress`] | ready |
 //! | hybrid retrieval with result compression | [`retrieve::index::Index::query`], [`retrieve::results::compress_results`] | ready (MiniLM natively) |
 //! | sentence embeddings | [`embed::Embedder`] | lexical everywhere, MiniLM with feature `embed` |
 //!

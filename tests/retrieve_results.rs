@@ -194,7 +194,7 @@ proptest! {
         prop_assert_eq!(s.returned, out.results.len());
         prop_assert!(s.returned <= o.top_n);
         prop_assert_eq!(s.truncated, out.results.iter().filter(|r| r.truncated).count());
-        // Seed 000's names.
+        // The usual names (docs/design.md, "Result compression").
         prop_assert_eq!(s.original_count, s.candidates);
         prop_assert_eq!(s.after_threshold, s.after_min_score);
         prop_assert_eq!(s.after_dedup, s.after_semantic_dedup);

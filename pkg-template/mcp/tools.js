@@ -306,7 +306,7 @@ const result = (library) => (r) => ({
 });
 
 /**
- * The compact layout of seed 003 with the chunk id where the seed has the file, so that every
+ * The compact layout of `query` with the chunk id where `query` has the file, so that every
  * result can be expanded: `[1] docs/guide.md#3 § Setup > Install (0.92)` and the content.
  */
 export function compact(results) {
@@ -330,7 +330,7 @@ function statsOf(s) {
   };
 }
 
-/** Seed 003's `show_stats` lines. */
+/** The `show_stats` lines (docs/design.md, "Result compression"). */
 function statsText(s, args) {
   return [
     'Compression Stats:',

@@ -1,4 +1,5 @@
-//! The incremental cache of `compress` (seed 004 §05.06) and the per-call memo under it.
+//! The incremental cache of `compress` (docs/design.md, "The compress pipeline") and the per-call
+//! memo under it.
 //!
 //! **What it is.** [`CompressCache`] is a plain value the caller keeps between calls (the API
 //! stays stateless): pass it in the context ([`CompressContext::with_cache`](super::CompressContext::with_cache); JS:
@@ -13,7 +14,7 @@
 //!   summariser's name, the text, the level (ratio, bounds, key allowance, fill mode), the
 //!   query's fingerprint (its terms, and with an embedder the query text and the embedder's
 //!   identity) and, for budget-fill prose, the key tokens kept verbatim elsewhere;
-//! - a sentence's score (seed 002's signals): the sentence. An edited text misses as a whole
+//! - a sentence's score: the sentence. An edited text misses as a whole
 //!   but reuses the scores of its unchanged sentences, so a minor edit recomputes only the
 //!   changed sentences;
 //! - a prefix-stable block (see [`CompressOptions::prefix_stable`](super::CompressOptions)):

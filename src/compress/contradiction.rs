@@ -1,7 +1,7 @@
 //! Superseded-by-correction (opt-in, `contradictionDetection`): a later message that corrects
 //! an earlier one ("actually, use port 8080 not 8000", "correction: …", "scratch that")
-//! makes the earlier message compressible to a short marker naming its correction (seed 002's
-//! eighth classification step).
+//! makes the earlier message compressible to a short marker naming its correction (the
+//! eighth classification step of docs/design.md, "The compress pipeline").
 //!
 //! A message *corrects* when it contains a correction signal ([`signal`]); the message it
 //! corrects is the nearest earlier message of the same role, within [`LOOKBACK`] messages,

@@ -1,5 +1,6 @@
 //! Importance scoring (opt-in, `importanceScoring`): messages whose score reaches
-//! `importanceThreshold` are kept verbatim (seed 002's sixth classification step).
+//! `importanceThreshold` are kept verbatim (the sixth classification step, docs/design.md, "The
+//! compress pipeline").
 //!
 //! The score of a message is in `[0, 1]`, the weighted sum of three signals, each in `[0, 1]`:
 //!

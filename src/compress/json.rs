@@ -183,7 +183,7 @@ struct Ctx<'a> {
     level: Level,
     seen: &'a SeenValues,
     msg: usize,
-    /// Keep every number of long numeric arrays (seed 004's `PreserveNumbers`).
+    /// Keep every number of long numeric arrays (`preserveNumbers`).
     preserve_numbers: bool,
     /// Keep long strings whole.
     keep_strings: bool,

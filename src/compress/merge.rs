@@ -1,8 +1,9 @@
-//! Stage 4, merge: runs of consecutive whole-message prose summaries of one role (OpenAI's
-//! shape, where such runs are legal) become one summary of the whole run (seed 002's groups):
-//! `[summary#id: … (3 messages merged)]`. Only messages whose fields other than `content` are
-//! equal (the same `role`, `name`, and any other field) merge: the merged message carries the
-//! first one's fields, so merging messages of two speakers would drop the second's `name`.
+//! Stage 4, merge: runs of consecutive whole-message prose summaries of one role (OpenAI's shape,
+//! where such runs are legal) become one summary of the whole run (docs/design.md, "The compress
+//! pipeline"): `[summary#id: … (3 messages merged)]`. Only messages whose fields other than
+//! `content` are equal (the same `role`, `name`, and any other field) merge: the merged message
+//! carries the first one's fields, so merging messages of two speakers would drop the second's
+//! `name`.
 
 use std::ops::Range;
 use std::rc::Rc;

@@ -1,7 +1,7 @@
-//! `method` (seed 004 §05.01): how compressible texts are summarised, and the summariser
-//! protocol of the LLM-backed methods.
+//! `method` (docs/design.md, "The compress pipeline"): how compressible texts are summarised, and
+//! the summariser protocol of the LLM-backed methods.
 //!
-//! - `extractive` (the default): the deterministic sentence selection of seed 002/004.
+//! - `extractive` (the default): the deterministic sentence selection.
 //! - `hierarchical`: under a budget, every compressible text is summarised at the shallowest
 //!   of the levels 50% → 25% → 12.5% of its size that makes the conversation fit (the
 //!   extractive path instead searches the largest share that fits, continuously); below 12.5%
@@ -69,7 +69,8 @@ impl Method {
     }
 }
 
-/// The fractions of a text's size of the hierarchical levels 0, 1 and 2 (seed 004 §05.05).
+/// The fractions of a text's size of the hierarchical levels 0, 1 and 2 (docs/design.md, "The
+/// budget ladder").
 pub const LEVELS: [f64; 3] = [0.5, 0.25, 0.125];
 
 /// One text the summariser is asked to condense (phase 1 of the protocol).

@@ -1,4 +1,4 @@
-//! `compress`: deterministic conversation compression (see `docs/design.md`, "compress").
+//! `compress`: deterministic conversation compression (docs/design.md, "The compress pipeline").
 //!
 //! One entry point per kind of input — [`compress`] on values, [`compress_json`] on JSON text
 //! (an array of messages or a provider request body), [`compress_parts`] for hosts that hold the
@@ -9,8 +9,8 @@
 //!
 //! 1. **Parse** (`parse.rs`): the messages read once; their compressible texts ("units": a
 //!    message's string content, a text block, a tool result's string content).
-//! 2. **Classify** (`classify.rs`), in seed 002's order: preserved roles, the recency window,
-//!    tool calls, short content, already-compressed content, importance (opt-in,
+//! 2. **Classify** (`classify.rs`), in this order (docs/design.md, "The compress pipeline"):
+//!    preserved roles, the recency window, tool calls, short content, already-compressed content, importance (opt-in,
 //!    `importance.rs`), duplicates (`dedup.rs`), superseded by a later correction (opt-in,
 //!    `contradiction.rs`), code fences (code kept, prose around it summarised), hard verbatim
 //!    content (code, JSON, SQL, diffs, stack traces, secrets, tables), caller patterns.

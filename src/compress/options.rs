@@ -58,22 +58,22 @@ pub struct CompressOptions {
     pub target_ratio: Option<f64>,
     /// Conversations of at most this many tokens are returned unchanged. Default 0.
     pub min_tokens: usize,
-    /// Importance scoring (seed 002): messages whose importance score (0–1: key tokens reused
+    /// Importance scoring: messages whose importance score (0–1: key tokens reused
     /// later, decision and constraint language, key-token density; see `compress::importance`)
     /// reaches `importanceThreshold` are kept verbatim. Applies to the default pass; a token
     /// budget the default pass does not meet may still summarise them. Default false.
     pub importance_scoring: bool,
     /// The score from which a message is important (0–1). Default 0.65.
     pub importance_threshold: f64,
-    /// Contradiction detection (seed 002): an earlier message that a later message of the same
+    /// Contradiction detection: an earlier message that a later message of the same
     /// role corrects ("actually, use port 8080 not 8000", "correction: …", "scratch that") is
     /// replaced by `[summary#id: superseded by <message> (<signal>) — <summary>]`. Default false.
     pub contradiction_detection: bool,
-    /// Direct quotes (`"…"`, `“…”`, `> …` lines) are kept verbatim in summaries (seed 004's
-    /// `PreserveQuotes`). Default false.
+    /// Direct quotes (`"…"`, `“…”`, `> …` lines) are kept verbatim in summaries.
+    /// Default false.
     pub preserve_quotes: bool,
-    /// The lowest confidence a summary may have to replace its original (seed 004's
-    /// `MinConfidence`, "minimum compression quality", 0–1): the confidence of a summary is the
+    /// The lowest confidence a summary may have to replace its original ("minimum
+    /// compression quality", 0–1): the confidence of a summary is the
     /// share of the original's key tokens (identifiers, numbers, paths, URLs, code spans) it
     /// still contains (1 without key tokens). Summaries below it are not used: the original
     /// stays. Duplicate references (lossless) and the budget's truncation and folding are not

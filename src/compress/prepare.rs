@@ -1,4 +1,4 @@
-//! `prepareContext` (seed 004 §05.07, the context manager): a token budget shared across
+//! `prepareContext` (docs/design.md, "The compress pipeline"): a token budget shared across
 //! chunks of context by relevance, each chunk compressed to its share.
 //!
 //! 1. **Relevance** of each chunk to `query`, in [0, 1]: BM25 over the chunks (the retrieval

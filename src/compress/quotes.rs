@@ -1,4 +1,5 @@
-//! `preserveQuotes` (seed 004's `PreserveQuotes`): direct quotes survive summaries verbatim.
+//! `preserveQuotes` (docs/design.md, "The compress pipeline"): direct quotes survive summaries
+//! verbatim.
 //!
 //! A quote is a passage between double quotes (`"…"`, `“…”`) of 3 to 300 characters within
 //! one line, or a Markdown block-quote line (`> …`). A summary that leaves a quote out gets it

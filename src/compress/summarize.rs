@@ -1,4 +1,4 @@
-//! Deterministic summaries: extractive prose (seed 002 + seed 004 signals), code-split,
+//! Deterministic summaries: extractive prose (docs/design.md, "The compress pipeline"), code-split,
 //! structured tool output (lines), and JSON tool output.
 //!
 //! Every summary is a body; `compress` wraps it in a `[summary#id: …]` marker and keeps it only
@@ -14,11 +14,11 @@ use crate::text::sentences;
 /// How hard to summarise: the share of the original a summary aims at.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Level {
-    /// Target size as a fraction of the original characters (seed 002: 0.3).
+    /// Target size as a fraction of the original characters (0.3).
     pub ratio: f64,
-    /// Lower bound of the budget in characters (seed 002: 200).
+    /// Lower bound of the budget in characters (200).
     pub min_chars: usize,
-    /// Upper bound of the budget in characters (seed 002: 600).
+    /// Upper bound of the budget in characters (600).
     pub max_chars: usize,
     /// How many left-out key tokens may be appended.
     pub max_keys: usize,
@@ -28,7 +28,7 @@ pub struct Level {
 }
 
 impl Level {
-    /// Seed 002's adaptive budget: `max(200, min(round(len × 0.3), 600))`.
+    /// The adaptive budget: `max(200, min(round(len × 0.3), 600))`.
     pub const DEFAULT: Level = Level {
         ratio: 0.15,
         min_chars: 120,
@@ -251,7 +251,7 @@ pub(crate) struct Prepared<'t> {
 const FACT_BONUS: f64 = 8.0;
 
 impl<'t> Prepared<'t> {
-    /// Splits and scores `text` (seed 002 and 004 signals, query relevance, position); with
+    /// Splits and scores `text` (the scorer's signals, query relevance, position); with
     /// `facts`, finds the sentences that state a fact about the speaker and ranks them first.
     pub(crate) fn new(text: &'t str, terms: &Query, facts: bool) -> Prepared<'t> {
         let sents = sentences::split(text);
@@ -279,7 +279,7 @@ impl<'t> Prepared<'t> {
                         score_sentence_with(t, &mut |k| terms.memo.classify(k))
                     })
                 }) + relevance(t, terms);
-                // Position (seed 004): a paragraph's first sentence, the first and last
+                // Position: a paragraph's first sentence, the first and last
                 // paragraphs.
                 if s.index == 0 {
                     score += 1.0;
@@ -517,7 +517,7 @@ pub fn sentence_share(candidates: &[String], budget: usize) -> usize {
     budget - keys.min(budget / 2)
 }
 
-/// Code-split (seed 002): the prose around code fences summarised, every fence kept verbatim.
+/// Code-split: the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
 pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
     let segments = fences::split(text);
@@ -547,7 +547,7 @@ pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
     Some(out.trim_end().to_string())
 }
 
-/// Structured tool output (seed 002's `summarizeStructured`): the line count, status lines
+/// Structured tool output: the line count, status lines
 /// (errors, failures, warnings) and the paths and other key tokens, within the level's budget.
 pub fn structured(text: &str, level: Level) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

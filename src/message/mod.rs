@@ -1,4 +1,4 @@
-//! The provider-neutral message model (DESIGN.md §2).
+//! The provider-neutral message model (docs/design.md, "Messages and the round trip").
 //!
 //! Messages stay JSON (`serde_json::Value`, or raw text on the string path): unknown fields and
 //! unknown block types pass through every operation untouched, and key order is kept. What an

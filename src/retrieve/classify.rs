@@ -1,4 +1,4 @@
-//! Query classification (seed 003, "query-aware truncation"): factual questions get
+//! Query classification (docs/design.md, "Result compression"): factual questions get
 //! truncated results, conceptual ones full content.
 //!
 //! Signals, matched case-insensitively (words as whole words):
@@ -11,7 +11,7 @@
 //!   command words `install`, `configure`, `enable`, `syntax`.
 //!
 //! **Priority:** conceptual before factual, first match wins, and a question without any
-//! signal is **factual** (the seed's default). So a conceptual signal always wins
+//! signal is **factual** (the design notes' default). So a conceptual signal always wins
 //! (`how to configure authentication` is conceptual even though `configure` is a factual
 //! signal), and the factual signals decide nothing on their own; [`explain`] reports them so
 //! callers can say why a question was classified as it was.
@@ -120,7 +120,7 @@ fn rules() -> &'static [(Signal, Regex)] {
     })
 }
 
-/// Classifies a question by the seed 003 signals (see the [module docs](self)).
+/// Classifies a question by the signals of the [module docs](self).
 pub fn classify(question: &str) -> QueryKind {
     explain(question).0
 }
@@ -185,7 +185,8 @@ mod tests {
 
     #[test]
     fn seed_query_examples() {
-        // The truncation example and the conceptual example of seed 003.
+        // The truncation example and the conceptual example of the design notes (docs/design.md,
+        // "Result compression").
         check(
             "getUserById function",
             QueryKind::Factual,
@@ -206,7 +207,7 @@ mod tests {
         check("API reference", QueryKind::Factual, None);
         check("deployment guide", QueryKind::Factual, None);
         check("authentication setup", QueryKind::Factual, None);
-        // Seed 003's cumulative-impact table labels this query factual, but by its own
+        // The design notes' cumulative-impact table labels this query factual, but by its own
         // priority rule ("Conceptual > Factual, first match wins") `how` makes it conceptual.
         check(
             "how to configure authentication",

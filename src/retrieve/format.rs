@@ -1,6 +1,6 @@
 //! Result layouts: the `text` of [`QueryOutput`](super::results::QueryOutput).
 //!
-//! - **compact** (default, seed 003): per result a header line
+//! - **compact** (default; docs/design.md, "Result compression"): per result a header line
 //!   `[rank] source § Header > Subheader (score)` and the content on the next lines; results
 //!   separated by a blank line. `source` is the path, or the `docId` when there is no path;
 //!   without headers the ` § …` part is left out; the score has 2 decimals.
@@ -11,7 +11,7 @@
 //!   [2] billing (0.81)
 //!   Invoices are generated monthly.
 //!   ```
-//! - **verbose** (seed 003's v1.4 layout, extended with every field):
+//! - **verbose** (the long layout retrieval tools print, extended with every field):
 //!   ```text
 //!   **Result 1** (Score: 0.9234)
 //!   File: docs/auth.md

@@ -16,7 +16,8 @@
 //!   ([`LEXICAL_SATURATION`](super::index::LEXICAL_SATURATION));
 //! - dense: `(cos − lo) / (hi − lo)` clamped to [0, 1], with `lo`/`hi` per embedder family
 //!   ([`DenseScale`]): the cosine below which texts are unrelated and the one above which they
-//!   are about the same thing (fitted on the dev IR sets, see README).
+//!   are about the same thing (fitted on the dev IR sets, see
+//!   docs/benchmarks.md, "query").
 //!
 //! A result's evidence is the weighted mean of both sides (a side that did not retrieve the chunk
 //! contributes 0). Evidence is noisy along the fused order; the scores are its isotonic

@@ -8,8 +8,9 @@
 //!   stemmer; Okapi BM25 over an inverted index).
 //! - `vector`: the dense side (exact scan while small, HNSW for large segments).
 //! - `fuse`: Reciprocal Rank Fusion and the calibration that maps fused ranks to absolute scores.
-//! - `results`: result compression (seeds 000 and 003): `minScore` → n-gram near-duplicates →
-//!   semantic dedup → `maxChunksPerDoc` → `topN`, query classification, truncation, formats, stats.
+//! - `results`: result compression (docs/design.md, "Result compression"): `minScore` → n-gram
+//!   near-duplicates → semantic dedup → `maxChunksPerDoc` → `topN`, query classification,
+//!   truncation, formats, stats.
 
 /// One retrievable unit: a piece of a document, as the index stores and ranks it.
 ///

@@ -1,7 +1,7 @@
 //! Options of `query` and `compressResults`: one struct shared by Rust, wasm and the CLI.
 //!
 //! The result-compression stages run in this order, each with its option and default
-//! (seeds 000 and 003, DESIGN.md section 4):
+//! (docs/design.md, "Result compression"):
 //!
 //! | stage | option | default | off |
 //! |---|---|---|---|
@@ -14,8 +14,8 @@
 //!
 //! **Thresholds of 1.0 switch their stage off.** A dedup threshold of exactly `1.0`
 //! removes nothing, not even identical texts: cosine similarity of two identical vectors is
-//! 1 only up to float rounding, so "≥ 1.0" would depend on rounding; and seed 003 documents
-//! `similarity_threshold: 1.0` as the way to disable dedup. Hence
+//! 1 only up to float rounding, so "≥ 1.0" would depend on rounding; and the design notes this
+//! follows document `similarity_threshold: 1.0` as the way to disable dedup. Hence
 //! `{minScore: 0, ngramThreshold: 1, similarityThreshold: 1, maxChunksPerDoc: 0}` gives the
 //! plain ranking (its first `topN` candidates, in order).
 //!
@@ -42,7 +42,7 @@ use crate::error::{read_json, read_value, Error, ErrorKind};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResultFormat {
-    /// `[1] docs/auth.md § Configuration > Authentication (0.92)` then the content (seed 003).
+    /// `[1] docs/auth.md § Configuration > Authentication (0.92)` then the content.
     #[default]
     Compact,
     /// Every field: rank, ids, path, headers, score to 4 decimals, truncation flag, content.
@@ -82,7 +82,7 @@ pub struct QueryOptions {
     /// `query` only: weight of the embedding list in the fusion (≥ 0). Default (`None`): 1 for
     /// a model embedder (MiniLM), 0 for the lexical embedder, whose hashed n-gram vectors only
     /// repeat what BM25 already knows (fused with weight 0.1–0.5 they lowered nDCG@10 on MED by
-    /// .008–.035; see README). `null` in JSON means the default.
+    /// .008–.035; docs/benchmarks.md, "query"). `null` in JSON means the default.
     pub dense_weight: Option<f64>,
     /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1). Default 60.
     pub rrf_k: f64,
@@ -91,7 +91,7 @@ pub struct QueryOptions {
     /// compression is cut at [`compression_pool`](super::index::compression_pool)`(topN)`).
     pub candidates: usize,
     /// Overrides the query classification (`"factual"` or `"conceptual"`). Default: classify
-    /// the question (seed 003 rules, [`classify`](super::classify::classify)).
+    /// the question (the rules of [`classify`](super::classify::classify)).
     pub query_kind: Option<QueryKind>,
 }
 

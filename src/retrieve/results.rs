@@ -1,4 +1,5 @@
-//! Result compression (seeds 000 and 003): `compressResults(candidates, question, options)`.
+//! Result compression (docs/design.md, "Result compression"): `compressResults(candidates,
+//! question, options)`.
 //!
 //! The input is a ranked candidate list, best first (from `query`'s fusion or from any other
 //! engine: a vector database, a search cluster). Its order is kept, ties as given. The stages
@@ -21,7 +22,7 @@
 //!    `truncate: false` or `queryKind: "conceptual"`: see [`truncate_at_word`].
 //!
 //! Every stage sees every survivor of the stage before it (the stats count each stage over the
-//! whole list, as seeds 000 and 003 report them), so the two dedup stages cost
+//! whole list, as retrieval tools report them), so the two dedup stages cost
 //! O(survivors × kept) comparisons: `minScore` first keeps that small, and `query` passes at
 //! most its fused `candidates` (default 100).
 //!
@@ -67,7 +68,7 @@ use crate::embed::Embedder;
 use crate::error::{read_json, read_value, Error, ErrorKind};
 use crate::text::measure;
 
-/// What marks a truncated result's end (seed 003's convention).
+/// What marks a truncated result's end (the usual `...`).
 pub const ELLIPSIS: &str = "...";
 
 /// One ranked input of [`compress_results`].
@@ -75,7 +76,7 @@ pub const ELLIPSIS: &str = "...";
 /// JSON form (camelCase, unknown keys refused):
 /// `{chunkId | id, docId, path?, headerPath?, score, content | text, embedding?}`, where
 /// `headerPath` is an array of headers (outermost first) or one string split at `>`
-/// (`"Configuration > Authentication"`, seed 000's form), `score` a number in \[0, 1\] and
+/// (`"Configuration > Authentication"`), `score` a number in \[0, 1\] and
 /// `embedding` an array of finite numbers, the same length for every candidate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -336,16 +337,18 @@ pub struct QueryResult {
 /// `afterSemanticDedup = afterPerDocLimit + removedByPerDocLimit`,
 /// `afterPerDocLimit = returned + removedByTopN`, `truncated ≤ returned`.
 ///
-/// Seed 000's `compression_stats` fields are reported too, camelCased:
+/// The `compression_stats` fields retrieval tools commonly report are given too, camelCased
+/// (docs/design.md, "Result compression"):
 ///
-/// | seed 000 | here | equals |
+/// | usual name | here | equals |
 /// |---|---|---|
 /// | `original_count` | `originalCount` | `candidates` |
 /// | `after_threshold` | `afterThreshold` | `afterMinScore` |
 /// | `after_dedup` | `afterDedup` | `afterSemanticDedup` (after both dedup stages) |
 /// | `clusters_merged` | `clustersMerged` | `removedAsNearDuplicate + removedAsSemanticDuplicate` |
 ///
-/// (`clustersMerged` = `afterThreshold − afterDedup`, as in seed 003's example: 23 after the
+/// (`clustersMerged` = `afterThreshold − afterDedup`, as in the example of the design
+/// notes: 23 after the
 /// score filter, 12 after deduplication, 11 merged.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -386,13 +389,13 @@ pub struct QueryStats {
     /// `100 × (tokensBefore − tokensAfter) / tokensBefore`, one decimal (0 without tokens;
     /// negative only if truncation marks outweigh what they removed).
     pub reduction_percent: f64,
-    /// Seed 000's `original_count`: `candidates`.
+    /// The usual `original_count`: `candidates`.
     pub original_count: usize,
-    /// Seed 000's `after_threshold`: `afterMinScore`.
+    /// The usual `after_threshold`: `afterMinScore`.
     pub after_threshold: usize,
-    /// Seed 000's `after_dedup`: `afterSemanticDedup`.
+    /// The usual `after_dedup`: `afterSemanticDedup`.
     pub after_dedup: usize,
-    /// Seed 000's `clusters_merged`: results removed by both dedup stages.
+    /// The usual `clusters_merged`: results removed by both dedup stages.
     pub clusters_merged: usize,
 }
 
@@ -766,9 +769,10 @@ fn per_doc_limit(items: Vec<&Candidate>, max: usize) -> Vec<&Candidate> {
 /// Truncates `content` to at most `max_chars` characters at a word boundary and appends
 /// [`ELLIPSIS`]; `None` when it is short enough (or there is nothing to cut).
 ///
-/// Seed 003 cuts at `max_chars` characters, strips trailing white space and appends `...`
-/// (and names word-boundary truncation as its next step). Here the cut never falls inside a
-/// word (a word being a run of non-white-space characters):
+/// The design notes this follows (docs/design.md, "Result compression") cut at `max_chars`
+/// characters, strip trailing white space and append `...` (and name word-boundary truncation
+/// as their next step). Here the cut never falls inside a word (a word being a run of non-white-space
+/// characters):
 /// - if the character after the first `max_chars` is white space, the cut is there; otherwise
 ///   it moves back to the last white space within them;
 /// - trailing white space is stripped before the `...`, so the kept part (without the
@@ -901,7 +905,7 @@ mod tests {
         assert_eq!(s.clusters_merged, s.after_threshold - s.after_dedup);
     }
 
-    // --- stage 1: minScore (seed 000 §2.5: keep `r.score >= min_score`)
+    // --- stage 1: minScore (keep `r.score >= min_score`)
 
     #[test]
     fn min_score_keeps_scores_at_or_above_the_threshold() {
@@ -926,7 +930,7 @@ mod tests {
 
     #[test]
     fn min_score_may_leave_nothing() {
-        // Seed 000: "Return filtered set (may be empty)".
+        // The filtered set may be empty.
         let out = run(
             vec![cand("a", "1", 0.1, "x"), cand("b", "1", 0.2, "y")],
             "q",
@@ -938,7 +942,7 @@ mod tests {
         adds_up(&out.stats);
     }
 
-    // --- stage 2: n-gram near-duplicates (seed 003: Jaccard, threshold 0.7, before semantic)
+    // --- stage 2: n-gram near-duplicates (Jaccard, threshold 0.7, before semantic)
 
     #[test]
     fn shingles_equal_the_reference() {
@@ -1037,7 +1041,7 @@ mod tests {
         assert_eq!(ids(&out), ["a", "b"]);
     }
 
-    // --- stage 3: semantic dedup (seed 000 §2.4: sim ≥ 0.85 = same cluster, keep the best)
+    // --- stage 3: semantic dedup (sim ≥ 0.85 = same cluster, keep the best)
 
     #[test]
     fn semantic_clusters_keep_their_best() {
@@ -1115,7 +1119,7 @@ mod tests {
         );
     }
 
-    // --- stage 4: maxChunksPerDoc (seed 003: 2 per doc, 0 = no limit)
+    // --- stage 4: maxChunksPerDoc (2 per doc, 0 = no limit)
 
     #[test]
     fn per_doc_limit_keeps_each_documents_best() {
@@ -1153,29 +1157,30 @@ mod tests {
         adds_up(&out.stats);
     }
 
-    // --- stage 6: truncation (seed 003)
+    // --- stage 6: truncation (docs/design.md, "Result compression")
 
-    /// The full content of seed 003's truncation example. The seed calls it 487 characters
+    /// The full content of the truncation example of the design notes (docs/design.md, "Result
+    /// compression"). The notes call it 487 characters
     /// and its output "200 chars", but as printed the content has 463 characters and the
-    /// output is its first 192 (then `...`): the seed's counts are off (its block probably
+    /// output is its first 192 (then `...`): the notes' counts are off (its block probably
     /// lost indentation), its algorithm and its text are what the tests check.
     const GET_USER: &str = "getUserById(id: string): User | null\n\nRetrieves a user by their unique identifier. Returns null if the user\ndoes not exist. This function performs a database lookup and includes\nrelated profile data in the response. The function is cached for 60\nseconds to reduce database load. Use getUserByIdUncached() for\nreal-time data.\n\nExample:\n  const user = getUserById(\"user-123\");\n  if (user) {\n    console.log(user.name);\n  }\n\nThrows: DatabaseError if connection fails";
 
-    /// The seed's own algorithm: `content[:max].rstrip() + "..."`.
+    /// The notes' own algorithm: `content[:max].rstrip() + "..."`.
     fn seed_truncate(content: &str, max: usize) -> String {
         let head: String = content.chars().take(max).collect();
         format!("{}...", head.trim_end())
     }
 
-    /// Seed 003's printed "Truncated (200 chars)" output.
+    /// The notes' printed "Truncated (200 chars)" output.
     const GET_USER_SEED_CUT: &str = "getUserById(id: string): User | null\n\nRetrieves a user by their unique identifier. Returns null if the user\ndoes not exist. This function performs a database lookup and includes\nrelated profil...";
 
     #[test]
     fn seed_003_truncation_example() {
         assert_eq!(GET_USER.chars().count(), 463);
-        // The seed's algorithm reproduces its printed output at the cut it actually made.
+        // The notes' algorithm reproduces their printed output at the cut it actually made.
         assert_eq!(seed_truncate(GET_USER, 192), GET_USER_SEED_CUT);
-        // Ours never cuts inside a word: `profil` goes, the rest is the seed's output.
+        // Ours never cuts inside a word: `profil` goes, the rest is the notes' output.
         assert_eq!(
             truncate_at_word(GET_USER, 192),
             Some(GET_USER_SEED_CUT.replace(" profil...", "..."))

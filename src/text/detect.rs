@@ -311,9 +311,9 @@ fn is_code_line(l: &str) -> bool {
         || (t.contains(" = ") && !t.contains(". ") && t.split_whitespace().count() <= 8)
 }
 
-/// Structured tool output (seed 002): 6+ non-empty lines, more than one line per 80
-/// characters, and more than half the lines structural (file:line references, bullets,
-/// key-value pairs, status words, table rows).
+/// Structured tool output (docs/design.md, "The compress pipeline"): 6+ non-empty lines, more than
+/// one line per 80 characters, and more than half the lines structural (file:line references,
+/// bullets, key-value pairs, status words, table rows).
 pub fn is_structured(text: &str) -> bool {
     let all: Vec<&str> = lines(text).collect();
     if all.len() < 6 || all.len() * 80 < text.len() {

@@ -1,6 +1,6 @@
 //! The deterministic sentence scorer of extractive summaries.
 //!
-//! Seed 002's signals, per sentence:
+//! The signals, per sentence (docs/design.md, "The compress pipeline"):
 //!
 //! | signal | points |
 //! |---|---|
@@ -13,7 +13,7 @@
 //! | length 40–120 characters | +2 |
 //! | filler opening (`great`, `sure`, `ok`, `thanks`, …) | −10 |
 //!
-//! and seed 004's: other key tokens (numbers, paths, URLs, code spans; see [`super::keys`])
+//! and: other key tokens (numbers, paths, URLs, code spans; see [`super::keys`])
 //! +1 each, and informative length (+1 for 8–40 words, −2 under 4 words). Position and query
 //! relevance are added by the summariser, which knows the document.
 
@@ -64,7 +64,7 @@ const UNITS: [&str; 32] = [
     "px", "km", "m", "kg", "usd", "eur",
 ];
 
-/// The seed-002 and seed-004 score of one sentence (see the module docs).
+/// The score of one sentence (see the module docs).
 ///
 /// ```
 /// use condense::text::score::score_sentence;

@@ -1,4 +1,4 @@
-//! `applyWatermark`: prune tool history before a checkpoint (DESIGN.md §5, seed 001).
+//! `applyWatermark`: prune tool history before a checkpoint (docs/design.md, "Watermark rules").
 //!
 //! An agent calls a checkpoint tool (`compress_to_checkpoint`, `deactivate_augments`, or
 //! `mcp__<server>__` + one of those) when it switches task. From then on, every request is

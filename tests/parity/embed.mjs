@@ -1,7 +1,7 @@
-// Parity of the MiniLM embedder (issue 4, DESIGN.md section 8): tract compiled to wasm (the npm
-// package in Node, `loadEmbedder()` with the model files shipped in the package) against the
-// native build (`condense embed`) and against the onnxruntime reference vectors, on every text
-// of tests/fixtures/embed/reference.json.
+// Parity of the MiniLM embedder (issue 4, docs/design.md, "Embedding parity"): tract compiled to
+// wasm (the npm package in Node, `loadEmbedder()` with the model files shipped in the package)
+// against the native build (`condense embed`) and against the onnxruntime reference vectors, on
+// every text of tests/fixtures/embed/reference.json.
 //
 //   wasm vs onnxruntime   cosine >= 0.9999 for every text
 //   wasm vs native        cosine >= 0.99999 for every text, and identical top-10 neighbour order
