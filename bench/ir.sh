@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Retrieval quality of query() on the dev IR sets (DESIGN section 8): builds an index per set with
+# Retrieval quality of query() on the dev IR sets (docs/design.md, "Targets"): builds an index per set with
 # the native CLI, runs every query with result compression off and one chunk per document, and
 # scores the run with bench/ir_eval.py.
 #

@@ -1,5 +1,6 @@
-//! Stage 2, classify: what each message and each unit *is*, decided once per call (seed
-//! 002's classification, in its order) — and, for a given plan, which messages stay verbatim.
+//! Stage 2, classify: what each message and each unit *is*, decided once per call (in the order
+//! of docs/design.md, "The compress pipeline") — and, for a given plan, which messages stay
+//! verbatim.
 //!
 //! Static, per unit ([`UnitInfo`], computed on first use): short, already compressed, a
 //! caller's pattern, code fences, JSON tool output (parsed once; a Python literal read as JSON),

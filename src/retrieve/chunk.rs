@@ -53,7 +53,7 @@ pub struct ChunkOptions {
 }
 
 impl Default for ChunkOptions {
-    /// 200 to 1500 characters (DESIGN section 4).
+    /// 200 to 1500 characters (docs/design.md, "Retrieval").
     fn default() -> Self {
         ChunkOptions {
             min_chars: 200,
