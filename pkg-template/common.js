@@ -604,6 +604,7 @@ export function wrap(glue, host) {
 
   return {
     Index,
+    glueEmbedderOf: (embedder) => embedderOf({ embedder }),
     loadEmbedder,
     externalEmbedder,
     query: (index, question, options) => {

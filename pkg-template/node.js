@@ -73,6 +73,10 @@ export const {
   Index, query, compressResults, embed, lexicalEmbedder, loadEmbedder, externalEmbedder,
 } = api;
 export { CondenseError, ERROR_CODES } from './common.js';
+/** @internal For condense-ctx/pg (not in index.d.ts): the module's object behind an `Embedder`
+ * from this entry, which the glue functions take; `invalid_options` at `options.embedder` for
+ * anything else, `invalid_state` for a freed one. */
+export const glueEmbedderOf = api.glueEmbedderOf;
 
 // Request-body adapters (adapters.js) and, in node.js and browser.js, createWorker().
 import { Worker } from 'node:worker_threads';

@@ -7,7 +7,7 @@
 // rows returned. docs/pg.md describes the schema, its migrations and the limits.
 import { availableParallelism } from 'node:os';
 import * as glue from './condense.js';
-import { CondenseError, compressResults, createWorker, embedParallel } from './node.js';
+import { CondenseError, compressResults, createWorker, embedParallel, glueEmbedderOf } from './node.js';
 
 /** The schema this release writes and reads (the `schema_version` row of `<table>_meta`). */
 export const SCHEMA_VERSION = 1;
@@ -205,9 +205,9 @@ function checkOpenOptions(options) {
   if (options.connectionString != null && typeof options.connectionString !== 'string') {
     throw fail('invalid_options', 'options.connectionString', 'expected a string');
   }
-  if (!(options.embedder instanceof glue.Embedder)) {
-    throw fail('invalid_options', 'options.embedder', 'expected an Embedder (lexicalEmbedder() or loadEmbedder())');
-  }
+  // An Embedder of this package (lexicalEmbedder(), loadEmbedder(), externalEmbedder()); throws
+  // invalid_options at options.embedder otherwise, invalid_state when it was freed.
+  glueEmbedderOf(options.embedder);
   const w = options.workers;
   if (w !== undefined && w !== null && !(Number.isInteger(w) && w >= 0) && !Array.isArray(w)) {
     throw fail('invalid_options', 'options.workers', 'expected a number of workers (0: none) or an array of workers from createWorker()');
@@ -808,7 +808,7 @@ export class PgIndex {
   async [RUN_QUERY](question, options, lexical) {
     this.#check(false);
     const opts = options ?? null;
-    const plan = guard(() => glue.planQuery(question, opts, this.#indexOptions, this.#embedder));
+    const plan = guard(() => glue.planQuery(question, opts, this.#indexOptions, glueEmbedderOf(this.#embedder)));
     // The question's vector first: the rest waits on the server, not on the model.
     const qv = plan.dense ? vectorText(guard(() => this.#embedder.embed([question]))[0]) : null;
     const n = this.#names;
@@ -855,7 +855,7 @@ export class PgIndex {
       const denseCos = new Float32Array(dense.length);
       dense.forEach(([id, , d], i) => { denseRows[i] = rowOf.get(id); denseCos[i] = 1 - d; });
       const fused = guard(() => glue.fuseLists(lexRows, lexScores, ideal, denseRows, denseCos,
-        groups, opts, this.#embedder));
+        groups, opts, glueEmbedderOf(this.#embedder)));
       if (fused.rows.length === 0) return [];
       const ids = Array.from(fused.rows, (r) => keyOf[r]);
       const got = await client.query({

@@ -17,6 +17,7 @@ use crate::watermark::utf16::utf16_to_utf8;
 use crate::watermark::{plan_json, write_plan, Parsed, Planned, WatermarkOptions, WatermarkState};
 
 mod compress;
+mod heap;
 mod retrieve;
 
 #[wasm_bindgen(start)]
