@@ -2,7 +2,7 @@
 //! the query, the counter — and the per-call memos the budget's plans share.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashSet;
+
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -15,7 +15,7 @@ use super::options::CompressOptions;
 use super::parse::{message_text, message_text_ref, Parsed, Units};
 use super::render::{FormKey, MsgOut};
 use super::summarize::{Prepared, Query};
-use crate::text::hash::FastMap;
+use crate::text::hash::{FastMap, FastSet};
 
 /// What a fold lists, most needed first, and the folded characters.
 pub(super) type FoldList = (Vec<String>, usize);
@@ -34,7 +34,12 @@ pub(super) struct Env<'a, 'v> {
     prepared: Vec<OnceCell<Rc<Prepared<'v>>>>,
     ids: RefCell<FastMap<(usize, usize), String>>,
     relevance: OnceCell<Vec<f64>>,
+    /// Renderings of the forms a plan is rendered or scanned in (the chosen plan, the
+    /// candidates whose tool-output values are counted): a handful of forms.
     pub(super) messages: RefCell<FastMap<(usize, FormKey), Rc<MsgOut>>>,
+    /// The tokens of every form a candidate was measured in: measuring keeps only the count, so
+    /// the dozens of forms a budget tries do not each keep every message's text.
+    pub(super) message_tokens: RefCell<FastMap<(usize, FormKey), usize>>,
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
     folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
 }
@@ -61,6 +66,7 @@ impl<'a, 'v> Env<'a, 'v> {
             ids: RefCell::default(),
             relevance: OnceCell::new(),
             messages: RefCell::default(),
+            message_tokens: RefCell::default(),
             knowns: RefCell::default(),
             folds: RefCell::default(),
         }
@@ -113,7 +119,7 @@ impl<'a, 'v> Env<'a, 'v> {
             .filter(|&i| kept.get(i).copied().unwrap_or(false))
             .map(|i| message_text(&self.parsed.values[i]))
             .collect();
-        let set: HashSet<String> = self
+        let set: FastSet<String> = self
             .terms
             .memo
             .keys(&text.join("\n"))

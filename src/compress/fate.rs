@@ -9,8 +9,8 @@
 //! summarised by status and paths). The fill rungs (a token budget) summarise every kind of
 //! text to the same share of its size, key tokens listed within it.
 
+use crate::text::hash::FastSet;
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use super::cache;
 use super::classify::UnitInfo;
@@ -70,7 +70,7 @@ pub(super) enum Fate {
 /// The key tokens of the messages a plan keeps verbatim (budget-fill summaries do not list
 /// them again), with the fingerprints cache keys need.
 pub(super) struct Known {
-    pub set: HashSet<String>,
+    pub set: FastSet<String>,
     /// The sorted set, hashed (budget-fill summaries depend on it).
     fp: String,
     /// The query's fingerprint.
@@ -78,7 +78,7 @@ pub(super) struct Known {
 }
 
 impl Known {
-    pub(super) fn new(set: HashSet<String>, terms: &Query) -> Known {
+    pub(super) fn new(set: FastSet<String>, terms: &Query) -> Known {
         let (fp, query) = if terms.memo.has_cache() {
             let mut sorted: Vec<&str> = set.iter().map(String::as_str).collect();
             sorted.sort_unstable();
@@ -367,7 +367,7 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
 /// `more` appended to `list`, each key once (a set beside the list: tool outputs carry
 /// thousands of values, and a scan of the list per key was quadratic).
 fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
-    let mut seen: std::collections::HashSet<String> = list.iter().cloned().collect();
+    let mut seen: FastSet<String> = list.iter().cloned().collect();
     for k in more {
         if seen.insert(k.clone()) {
             list.push(k);

@@ -2,7 +2,7 @@
 //! message that lists what the next turn most likely needs from them
 //! (`[summary#1c9e04aa 5 messages folded | 83214 94016]`).
 
-use std::collections::HashSet;
+use crate::text::hash::FastSet;
 use std::ops::Range;
 
 use super::options::CompressOptions;
@@ -69,7 +69,7 @@ pub(super) fn candidates(
     let values_of = parsed.values;
     let mut chars = 0;
     let mut out: Vec<String> = Vec::new();
-    let mut listed: HashSet<String> = HashSet::new();
+    let mut listed: FastSet<String> = FastSet::default();
     let mut order: Vec<usize> = range.clone().rev().collect();
     if let Some(relevance) = relevance {
         let of = |g: usize| relevance.get(g).copied().unwrap_or(0.0);

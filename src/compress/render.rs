@@ -190,15 +190,7 @@ fn dups<'e>(env: &'e Env<'_, '_>, shape: &Shape) -> &'e [Dup] {
 
 /// Message `m` (neither kept nor folded) rendered as `shape` and `d` decide.
 pub(super) fn message(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> Rc<MsgOut> {
-    let key = FormKey {
-        rung: shape.rung,
-        known: d.known_id,
-        condense: d.pres.condense[m],
-        truncate: d.truncated[m],
-        fuzzy: shape.fuzzy,
-        lossy: shape.lossy || matches!(shape.rung, Rung::Fill(_)),
-        superseded: d.superseded.get(&m).map(|(by, _)| *by),
-    };
+    let key = form_key(m, shape, d);
     if env.memoise {
         if let Some(out) = env.messages.borrow().get(&(m, key)) {
             return Rc::clone(out);
@@ -207,8 +199,37 @@ pub(super) fn message(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions)
     let out = Rc::new(render_message(env, m, shape, d, key));
     if env.memoise {
         env.messages.borrow_mut().insert((m, key), Rc::clone(&out));
+        env.message_tokens.borrow_mut().insert((m, key), out.tokens);
     }
     out
+}
+
+/// The tokens of message `m` in the form `shape` gives it: [`message`]'s `tokens`, remembering
+/// only the count (see [`Env::message_tokens`]).
+fn message_tokens(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> usize {
+    if !env.memoise {
+        return message(env, m, shape, d).tokens;
+    }
+    let key = form_key(m, shape, d);
+    if let Some(&tokens) = env.message_tokens.borrow().get(&(m, key)) {
+        return tokens;
+    }
+    let tokens = render_message(env, m, shape, d, key).tokens;
+    env.message_tokens.borrow_mut().insert((m, key), tokens);
+    tokens
+}
+
+/// The memo key of message `m`'s rendering in the form `shape` gives it.
+fn form_key(m: usize, shape: &Shape, d: &Decisions) -> FormKey {
+    FormKey {
+        rung: shape.rung,
+        known: d.known_id,
+        condense: d.pres.condense[m],
+        truncate: d.truncated[m],
+        fuzzy: shape.fuzzy,
+        lossy: shape.lossy || matches!(shape.rung, Rung::Fill(_)),
+        superseded: d.superseded.get(&m).map(|(by, _)| *by),
+    }
 }
 
 fn render_message(
@@ -566,7 +587,7 @@ pub(super) fn total_of(env: &Env<'_, '_>, shape: &Shape, d: &Decisions) -> usize
             }
             continue;
         }
-        sum += message(env, m, shape, d).tokens;
+        sum += message_tokens(env, m, shape, d);
     }
     if let Some(f) = fold_out(env, shape, d) {
         sum += if f.rejected {

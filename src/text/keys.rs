@@ -14,7 +14,6 @@
 //! | identifier | `--dry-run`, `snake_case`, `camelCase`, `PascalCase`, `serde_json::Value`-like dotted names, `toolu_01ab`, `HTTP` |
 //! | code | the content of a `` `code span` `` |
 
-use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
@@ -607,7 +606,7 @@ pub fn contains_token(hay: &str, key: &str) -> bool {
 /// (a key list has a separator between keys).
 #[derive(Default)]
 pub struct AppendedTokens<'a> {
-    set: HashSet<&'a str>,
+    set: crate::text::hash::FastSet<&'a str>,
     long: Vec<&'a str>,
 }
 
