@@ -112,6 +112,7 @@ pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String
     } else {
         " "
     };
+    // The greedy list within `room` characters, and the characters it uses.
     let list = |room: usize| {
         let mut out = String::new();
         let mut used = 0;
@@ -128,17 +129,20 @@ pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String
             appended.add(k);
             used += len;
         }
-        out
+        (out, used)
     };
-    let with_label = list(budget.saturating_sub(label.len() + 3));
-    let alone = list(budget);
+    let (alone, used) = list(budget);
     if alone.is_empty() {
-        if label.len() <= budget {
+        return if label.len() <= budget {
             label
         } else {
             String::new()
-        }
-    } else if with_label == alone {
+        };
+    }
+    // The label stays when the same list fits beside it. The greedy makes the same choices
+    // within any room the full list fits in, so the list is only made again when it does not.
+    let room = budget.saturating_sub(label.len() + 3);
+    if used <= room || list(room).0 == alone {
         format!("{label} | {alone}")
     } else {
         alone
@@ -152,5 +156,68 @@ pub(super) fn marker(id: &str, body: &str) -> String {
         format!("[summary#{id}]")
     } else {
         format!("[summary#{id} {body}]")
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `body` as first written: both lists made, the label kept when they are equal.
+    fn body_reference(count: usize, candidates: &[String], budget: usize) -> String {
+        let label = format!("{count} messages folded");
+        let sep = if candidates
+            .iter()
+            .any(|k| k.chars().any(char::is_whitespace))
+        {
+            ", "
+        } else {
+            " "
+        };
+        let list = |room: usize| {
+            let mut out = String::new();
+            let mut used = 0;
+            let mut appended = keys::AppendedTokens::default();
+            for k in candidates {
+                let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
+                if used + len > room || appended.contains(k) {
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push_str(sep);
+                }
+                out.push_str(k);
+                appended.add(k);
+                used += len;
+            }
+            out
+        };
+        let with_label = list(budget.saturating_sub(label.len() + 3));
+        let alone = list(budget);
+        if alone.is_empty() {
+            if label.len() <= budget {
+                label
+            } else {
+                String::new()
+            }
+        } else if with_label == alone {
+            format!("{label} | {alone}")
+        } else {
+            alone
+        }
+    }
+
+    proptest! {
+        /// Making the labelled list only when the full one does not fit beside the label
+        /// changes nothing.
+        #[test]
+        fn body_is_the_two_list_greedy(
+            count in 1usize..2000,
+            candidates in prop::collection::vec("[a-z0-9_./-]{1,12}( [A-Z][a-z]{1,6})?", 0..24),
+            budget in 0usize..160,
+        ) {
+            prop_assert_eq!(body(count, &candidates, budget), body_reference(count, &candidates, budget));
+        }
     }
 }
