@@ -37,6 +37,7 @@
 //! ```
 
 mod anthropic;
+pub(crate) mod layout;
 mod openai;
 mod options;
 mod plan;
