@@ -18,7 +18,7 @@
 //! `--dump FILE` writes, for every whole-query index (both tables), the outputs of a fixed set
 //! of queries under a few option sets (defaults, `topN` 20, lexical only, dense only, no
 //! compression) as JSON lines: the candidates (`Index::candidates`: ids and score bits) and the
-//! whole `QueryOutput`. Two builds (before/after a change) must write identical files.
+//! whole `QueryResult`. Two builds (before/after a change) must write identical files.
 //!
 //! Two parts, each printed as a table:
 //!

@@ -4,7 +4,7 @@
 //! products; each cell packs the activations and runs the kernel, as a plan does per call.
 //! Then one head's `P·V` as the plan runs it (`Vᵀ` by `P`, both operands stored with `k`
 //! contiguous and packed per call): microseconds for the two packs and for the kernel.
-//! The measurements behind `src/embed/kernels.rs`.
+//! The measurements behind `src/embed/engine/kernels.rs`.
 use std::time::Instant;
 use tract_linalg::mmm::{AsInputValue, FusedSpec};
 use tract_onnx::prelude::*;

@@ -1,11 +1,11 @@
 //! Where a single short query's embedding time goes inside tract (profiling aid, not shipped):
 //! `cargo run --release --example tract_profile -- BUCKET [REAL]`. Loads the model as
-//! src/embed/model.rs does, then times, interleaved in one run, (A) the symbolic plan on REAL
+//! src/embed/engine/model.rs does, then times, interleaved in one run, (A) the symbolic plan on REAL
 //! tokens (what single texts ran on before the length buckets) and (B) a plan with `batch = 1`
 //! and `sequence = BUCKET` concretized, on REAL tokens padded (masked) to BUCKET, and prints
 //! B/A. With `PROFILE=1` also a per-operator profile of both (`BY_NODE=1`: per node; `KERNEL=1`:
-//! matmuls by the kernel tract chose). Without condense's repairs (`src/embed/ops.rs`,
-//! `src/embed/kernels.rs`). `STATE=1`:
+//! matmuls by the kernel tract chose). Without condense's repairs (`src/embed/engine/ops.rs`,
+//! `src/embed/engine/kernels.rs`). `STATE=1`:
 //! A is the specialised plan run on one reused state (measured: no gain over `run`).
 //! `CHECK=12,16,18,24`: whether padding changes the hidden states bit for bit (it does, by
 //! ~2e-6: changing the bucket list changes query vectors in the last bits).

@@ -9,7 +9,7 @@ use condense::message::{
 use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
 use serde_json::Value;
 
-fn watermark(json: &str) -> Result<condense::watermark::WatermarkJsonOutput, condense::Error> {
+fn watermark(json: &str) -> Result<condense::watermark::WatermarkJsonResult, condense::Error> {
     apply_watermark_json(
         json,
         &WatermarkState::default(),

@@ -7,7 +7,7 @@ use condense::embed::{cosine, Embedder};
 use condense::retrieve::classify::QueryKind;
 use condense::retrieve::options::{QueryOptions, ResultFormat};
 use condense::retrieve::results::{
-    compress_results, jaccard, shingles, Candidate, QueryOutput, QueryResult, ELLIPSIS,
+    compress_results, jaccard, shingles, Candidate, QueryResult, SearchResult, ELLIPSIS,
 };
 use condense::text::{count_chars, estimate_tokens};
 use proptest::prelude::*;
@@ -146,7 +146,7 @@ fn question() -> impl Strategy<Value = &'static str> {
     ]
 }
 
-fn run(cands: &[Candidate], question: &str, options: &QueryOptions) -> QueryOutput {
+fn run(cands: &[Candidate], question: &str, options: &QueryOptions) -> QueryResult {
     match compress_results(cands.to_vec(), question, options, &Embedder::lexical()) {
         Ok(out) => out,
         Err(e) => panic!("{e}"),
@@ -154,7 +154,7 @@ fn run(cands: &[Candidate], question: &str, options: &QueryOptions) -> QueryOutp
 }
 
 /// Index of each result's candidate in the input (chunk ids are unique).
-fn positions(cands: &[Candidate], results: &[QueryResult]) -> Vec<usize> {
+fn positions(cands: &[Candidate], results: &[SearchResult]) -> Vec<usize> {
     results
         .iter()
         .map(|r| {
@@ -331,7 +331,7 @@ proptest! {
         let out = run(&cands, q, &o);
         match o.format {
             ResultFormat::Json => {
-                let back: Vec<QueryResult> = serde_json::from_str(&out.text).unwrap_or_default();
+                let back: Vec<SearchResult> = serde_json::from_str(&out.text).unwrap_or_default();
                 prop_assert_eq!(&back, &out.results);
             }
             ResultFormat::Compact => {

@@ -1,9 +1,12 @@
 //! The core compiled to wasm32, run by wasm-bindgen-test in Node and in headless Chrome:
 //!
 //! ```text
-//! wasm-pack test --node --release -- --test wasm
-//! WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver --release -- --test wasm
+//! wasm-pack test --node --release -- --test wasm --features test-hooks
+//! WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver --release -- --test wasm --features test-hooks
 //! ```
+//!
+//! The `test-hooks` feature (required by this target) adds `condense::embed::test_hooks`, the
+//! bit-identity checks of the wasm kernels, which no shipped build carries.
 //!
 //! The same fixtures as the native tests, so a difference between the builds shows here.
 #![cfg(target_arch = "wasm32")]
@@ -292,7 +295,7 @@ mod minilm {
         assert_eq!(embedder.kind(), EmbedderKind::MiniLm);
         let info = embedder.load_info().expect("load info");
         assert!(info.casts_folded > 0);
-        // The matmuls run condense's 8x8 kernel (src/embed/wasm_kernel.rs), among others.
+        // The matmuls run condense's 8x8 kernel (src/embed/engine/wasm_kernel.rs), among others.
         assert!(info.nodes_repaired > 40, "{info:?}");
         let reference: Value = serde_json::from_str(REFERENCE).expect("reference fixture");
         let cases = reference["cases"].as_array().expect("cases");
@@ -323,13 +326,13 @@ mod minilm {
     /// (every fused op, LoadTile, two AddMatMuls, row- and column-major tiles).
     #[wasm_bindgen_test]
     fn matmul_kernel_equals_tracts_bit_for_bit() {
-        condense::embed::check_wasm_kernel(0x5eed, 400).expect("same bits");
-        condense::embed::check_wasm_kernel(7, 400).expect("same bits");
+        condense::embed::test_hooks::check_wasm_kernel(0x5eed, 400).expect("same bits");
+        condense::embed::test_hooks::check_wasm_kernel(7, 400).expect("same bits");
     }
 
     /// The operator profile runs in wasm too (its clock is `performance.now`): one short text,
     /// the fused softmax once per layer, the 36 weight matmuls as integer products and the 12
-    /// attention products on `src/embed/same.rs`.
+    /// attention products on `src/embed/engine/same.rs`.
     #[wasm_bindgen_test]
     fn operator_profile_in_wasm() {
         let embedder = Embedder::from_bytes(MODEL, TOKENIZER).expect("model loads in wasm");
@@ -344,27 +347,27 @@ mod minilm {
         assert_eq!(evals("SameMatMul"), Some(12.0));
     }
 
-    /// The attention's row softmax of both builds (src/embed/same.rs) gives tract's wasm routine's
+    /// The attention's row softmax of both builds (src/embed/engine/same.rs) gives tract's wasm routine's
     /// bits on random rows with zeros of both signs, infinities, NaN and extremes.
     #[wasm_bindgen_test]
     fn row_softmax_equals_tracts_bit_for_bit() {
-        condense::embed::check_wasm_softmax(0x5eed, 300).expect("same bits");
-        condense::embed::check_wasm_softmax(11, 300).expect("same bits");
+        condense::embed::test_hooks::check_wasm_softmax(0x5eed, 300).expect("same bits");
+        condense::embed::test_hooks::check_wasm_softmax(11, 300).expect("same bits");
     }
 
-    /// The operators of src/embed/same.rs give the bits the native build pins (its native tests
+    /// The operators of src/embed/engine/same.rs give the bits the native build pins (its native tests
     /// check the same digests).
     #[wasm_bindgen_test]
     fn shared_operators_give_the_native_bits() {
-        condense::embed::check_same_bits().expect("same bits");
+        condense::embed::test_hooks::check_same_bits().expect("same bits");
     }
 
     /// The integer weight matmul's SIMD kernel gives the portable kernel's bits (the native
     /// AVX-512 kernel is checked against the same portable kernel natively).
     #[wasm_bindgen_test]
     fn integer_matmul_kernel_equals_the_portable_one() {
-        condense::embed::check_wasm_quant(0x5eed, 60).expect("same bits");
-        condense::embed::check_wasm_quant(3, 60).expect("same bits");
+        condense::embed::test_hooks::check_wasm_quant(0x5eed, 60).expect("same bits");
+        condense::embed::test_hooks::check_wasm_quant(3, 60).expect("same bits");
     }
 
     #[wasm_bindgen_test]

@@ -3,11 +3,11 @@
 
 use condense::message::{validate, Format, ValidateOptions};
 use condense::watermark::{
-    apply_watermark, apply_watermark_json, WatermarkOptions, WatermarkOutput, WatermarkState,
+    apply_watermark, apply_watermark_json, WatermarkOptions, WatermarkResult, WatermarkState,
 };
 use serde_json::{json, Value};
 
-fn run(messages: &Value, state: Option<&str>, options: Value) -> WatermarkOutput {
+fn run(messages: &Value, state: Option<&str>, options: Value) -> WatermarkResult {
     let msgs = messages.as_array().expect("array").clone();
     let state = WatermarkState {
         watermark: state.map(str::to_string),

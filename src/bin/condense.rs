@@ -1,4 +1,5 @@
-//! The `condense` CLI (DESIGN.md §7): JSONL in, JSONL out, one output line per input line.
+//! The `condense` CLI (docs/design.md, "The CLI"): JSONL in, JSONL out, one output line per
+//! input line.
 //!
 //! A bad line stops nothing: its output line is `{"id": …, "error": {code, path, message}}`
 //! and the exit code is 1 at the end; usage errors exit 2. A line that is not UTF-8, or whose
@@ -202,8 +203,6 @@ pub(crate) mod cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let mut lines = Lines { input, output };
-        let mut run = |f: &mut dyn FnMut(&str) -> LineResult| run(&mut lines, f);
         let cli = match Cli::try_parse_from(args) {
             Ok(cli) => cli,
             Err(e) => {
@@ -215,111 +214,36 @@ pub(crate) mod cli {
                 };
             }
         };
-        let result = match cli.command {
+        let mut lines = Lines { input, output };
+        let lines = &mut lines;
+        match cli.command {
             Command::Compress {
                 options,
                 model_dir,
                 lexical,
                 token_counter,
                 cache,
-            } => {
-                let model_counter = token_counter.as_deref() == Some("model");
-                let key = cache_key();
-                let shared = match &cache {
-                    Some(path) if path.exists() => match std::fs::read_to_string(path)
-                        .map_err(|e| {
-                            Error::new(
-                                ErrorKind::InvalidInput,
-                                "--cache",
-                                format!("{}: {e}", path.display()),
-                            )
-                        })
-                        .and_then(|t| match &key {
-                            Some(k) => CompressCache::from_json_keyed(&t, "--cache", k),
-                            None => CompressCache::from_json(&t, "--cache"),
-                        }) {
-                        Ok(c) => Some(RefCell::new(c)),
-                        Err(e) => return usage(&e),
-                    },
-                    Some(_) => Some(RefCell::new(match &key {
-                        Some(k) => CompressCache::with_key(k),
-                        None => CompressCache::new(),
-                    })),
-                    None => None,
-                };
-                let embedder = if lexical || model_dir.is_some() || model_counter {
-                    match load_embedder(&ModelArgs {
-                        model_dir,
-                        lexical,
-                        threads: 1,
-                    }) {
-                        Ok(e) => Some(e),
-                        Err(e) => return fatal(&e),
-                    }
-                } else {
-                    None
-                };
-                match parse_object(options.as_deref()) {
-                    Ok(mut defaults) => {
-                        if let Some(kind) = token_counter {
-                            defaults.insert("tokenCounter".into(), Value::String(kind));
-                        }
-                        match CompressOptions::from_value(&Value::Object(defaults.clone())) {
-                            Ok(_) => {
-                                let r = run(&mut |line| {
-                                    compress(line, &defaults, embedder.as_ref(), shared.as_ref())
-                                });
-                                if let (Some(path), Some(c)) = (&cache, &shared) {
-                                    if let Err(e) = std::fs::write(path, c.borrow().to_json()) {
-                                        eprintln!("condense: --cache {}: {e}", path.display());
-                                        return ExitCode::from(1);
-                                    }
-                                }
-                                r
-                            }
-                            Err(e) => return usage(&e),
-                        }
-                    }
-                    Err(e) => return usage(&e),
-                }
-            }
+            } => compress_command(lines, options, model_dir, lexical, token_counter, cache),
             Command::Prepare {
                 options,
                 model_dir,
                 lexical,
-            } => {
-                let embedder = if lexical || model_dir.is_some() {
-                    match load_embedder(&ModelArgs {
-                        model_dir,
-                        lexical,
-                        threads: 1,
-                    }) {
-                        Ok(e) => Some(e),
-                        Err(e) => return fatal(&e),
-                    }
-                } else {
-                    None
-                };
-                match parse_object(options.as_deref()) {
-                    Ok(defaults) => run(&mut |line| prepare(line, &defaults, embedder.as_ref())),
-                    Err(e) => return usage(&e),
-                }
-            }
-            Command::Uncompress => run(&mut uncompress),
+            } => prepare_command(lines, options, model_dir, lexical),
+            Command::Uncompress => finish(run(lines, &mut uncompress)),
             Command::Watermark { options } => match parse_defaults(options.as_deref()) {
-                Ok(defaults) => run(&mut |line| watermark(line, &defaults)),
-                Err(e) => return usage(&e),
+                Ok(defaults) => finish(run(lines, &mut |line| watermark(line, &defaults))),
+                Err(e) => usage(&e),
             },
             Command::Validate { format } => {
                 let format = format.map(|f| match f {
                     FormatArg::Anthropic => Format::Anthropic,
                     FormatArg::Openai => Format::OpenAi,
                 });
-                run(&mut |line| validate(line, format))
+                finish(run(lines, &mut |line| validate(line, format)))
             }
             Command::Embed { model } => match load_embedder(&model) {
-                Ok(embedder) => run(&mut |line| embed(line, &embedder)),
-                Err(e) => return fatal(&e),
+                Ok(embedder) => finish(run(lines, &mut |line| embed(line, &embedder))),
+                Err(e) => fatal(&e),
             },
             Command::Index {
                 docs,
@@ -327,51 +251,170 @@ pub(crate) mod cli {
                 model,
                 index_options,
                 progress,
-            } => {
-                let options = match index_options.as_deref().map(IndexOptions::from_json) {
-                    None => IndexOptions::default(),
-                    Some(Ok(o)) => o,
-                    Some(Err(e)) => return usage(&e),
-                };
-                return build_index(&docs, &out, &model, options, progress);
-            }
+            } => match index_options.as_deref().map(IndexOptions::from_json) {
+                None => build_index(&docs, &out, &model, IndexOptions::default(), progress),
+                Some(Ok(o)) => build_index(&docs, &out, &model, o, progress),
+                Some(Err(e)) => usage(&e),
+            },
             Command::Query {
                 index,
                 options,
                 model_dir,
                 threads,
-            } => {
-                let defaults = match parse_object(options.as_deref()) {
-                    Ok(d) => d,
-                    Err(e) => return usage(&e),
-                };
-                if let Err(e) = QueryOptions::from_value(&Value::Object(defaults.clone())) {
-                    return usage(&e);
-                }
-                let loaded = std::fs::read(&index)
-                    .map_err(|e| {
-                        Error::new(
-                            ErrorKind::InvalidInput,
-                            "--index",
-                            format!("{}: {e}", index.display()),
-                        )
-                    })
-                    .and_then(|bytes| Index::deserialize(&bytes));
-                let index = match loaded {
-                    Ok(i) => i,
-                    Err(e) => return fatal(&e),
-                };
-                let model = ModelArgs {
-                    model_dir,
-                    lexical: index.identity().kind == condense::embed::EmbedderKind::Lexical,
-                    threads,
-                };
-                match load_embedder(&model) {
-                    Ok(embedder) => run(&mut |line| query(line, &index, &embedder, &defaults)),
-                    Err(e) => return fatal(&e),
-                }
+            } => query_command(lines, &index, options, model_dir, threads),
+        }
+    }
+
+    /// `condense compress`: the default options checked once, the cache file read before the
+    /// lines and written after them.
+    fn compress_command(
+        lines: &mut Lines<'_>,
+        options: Option<String>,
+        model_dir: Option<std::path::PathBuf>,
+        lexical: bool,
+        token_counter: Option<String>,
+        cache: Option<std::path::PathBuf>,
+    ) -> ExitCode {
+        let model_counter = token_counter.as_deref() == Some("model");
+        let shared = match open_cache(cache.as_deref()) {
+            Ok(shared) => shared,
+            Err(e) => return usage(&e),
+        };
+        let embedder = match optional_embedder(model_dir, lexical, model_counter) {
+            Ok(e) => e,
+            Err(e) => return fatal(&e),
+        };
+        let mut defaults = match parse_object(options.as_deref()) {
+            Ok(d) => d,
+            Err(e) => return usage(&e),
+        };
+        if let Some(kind) = token_counter {
+            defaults.insert("tokenCounter".into(), Value::String(kind));
+        }
+        if let Err(e) = CompressOptions::from_value(&Value::Object(defaults.clone())) {
+            return usage(&e);
+        }
+        let r = run(lines, &mut |line| {
+            compress(line, &defaults, embedder.as_ref(), shared.as_ref())
+        });
+        if let (Some(path), Some(c)) = (&cache, &shared) {
+            if let Err(e) = std::fs::write(path, c.borrow().to_json()) {
+                eprintln!("condense: --cache {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+        }
+        finish(r)
+    }
+
+    /// The `--cache` file: read if it exists (keyed by `CONDENSE_CACHE_KEY` when set), a new
+    /// cache if not, none without the flag.
+    fn open_cache(path: Option<&std::path::Path>) -> Result<Option<RefCell<CompressCache>>, Error> {
+        let key = cache_key();
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let cache = if path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    "--cache",
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            match &key {
+                Some(k) => CompressCache::from_json_keyed(&text, "--cache", k)?,
+                None => CompressCache::from_json(&text, "--cache")?,
+            }
+        } else {
+            match &key {
+                Some(k) => CompressCache::with_key(k),
+                None => CompressCache::new(),
             }
         };
+        Ok(Some(RefCell::new(cache)))
+    }
+
+    /// `condense prepare`.
+    fn prepare_command(
+        lines: &mut Lines<'_>,
+        options: Option<String>,
+        model_dir: Option<std::path::PathBuf>,
+        lexical: bool,
+    ) -> ExitCode {
+        let embedder = match optional_embedder(model_dir, lexical, false) {
+            Ok(e) => e,
+            Err(e) => return fatal(&e),
+        };
+        match parse_object(options.as_deref()) {
+            Ok(defaults) => finish(run(lines, &mut |line| {
+                prepare(line, &defaults, embedder.as_ref())
+            })),
+            Err(e) => usage(&e),
+        }
+    }
+
+    /// `condense query`: the index read once, then the embedder of its kind.
+    fn query_command(
+        lines: &mut Lines<'_>,
+        index: &std::path::Path,
+        options: Option<String>,
+        model_dir: Option<std::path::PathBuf>,
+        threads: usize,
+    ) -> ExitCode {
+        let defaults = match parse_object(options.as_deref()) {
+            Ok(d) => d,
+            Err(e) => return usage(&e),
+        };
+        if let Err(e) = QueryOptions::from_value(&Value::Object(defaults.clone())) {
+            return usage(&e);
+        }
+        let loaded = std::fs::read(index)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    "--index",
+                    format!("{}: {e}", index.display()),
+                )
+            })
+            .and_then(|bytes| Index::deserialize(&bytes));
+        let index = match loaded {
+            Ok(i) => i,
+            Err(e) => return fatal(&e),
+        };
+        let model = ModelArgs {
+            model_dir,
+            lexical: index.identity().kind == condense::embed::EmbedderKind::Lexical,
+            threads,
+        };
+        match load_embedder(&model) {
+            Ok(embedder) => finish(run(lines, &mut |line| {
+                query(line, &index, &embedder, &defaults)
+            })),
+            Err(e) => fatal(&e),
+        }
+    }
+
+    /// The embedder of `compress` and `prepare`, on one thread: loaded only when asked for
+    /// (`--model-dir`, `--lexical`, or `needed`: the model's token counter), else none.
+    fn optional_embedder(
+        model_dir: Option<std::path::PathBuf>,
+        lexical: bool,
+        needed: bool,
+    ) -> Result<Option<Embedder>, Error> {
+        if !(needed || lexical || model_dir.is_some()) {
+            return Ok(None);
+        }
+        load_embedder(&ModelArgs {
+            model_dir,
+            lexical,
+            threads: 1,
+        })
+        .map(Some)
+    }
+
+    /// The exit code after the lines: 0 if every line answered, 1 if some line failed or
+    /// output failed.
+    fn finish(result: io::Result<bool>) -> ExitCode {
         match result {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),

@@ -17,7 +17,7 @@ use regex::Regex;
 use crate::text::keys;
 
 /// How many messages back a correction looks for what it corrects.
-pub const LOOKBACK: usize = 8;
+pub(crate) const LOOKBACK: usize = 8;
 
 fn signals() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
@@ -31,7 +31,7 @@ fn signals() -> Option<&'static Regex> {
 }
 
 /// The correction signal of a text (lower-cased), if it has one.
-pub fn signal(text: &str) -> Option<String> {
+pub(crate) fn signal(text: &str) -> Option<String> {
     let caps = signals()?.captures(text)?;
     let m = caps
         .get(1)
@@ -100,7 +100,7 @@ fn terms(text: &str) -> BTreeSet<String> {
 /// Which messages are superseded: `superseded index → (correcting index, signal)`.
 /// `texts[i]` is message `i`'s text, `roles[i]` its role, `eligible[i]` whether it may be
 /// superseded (not preserved by an earlier classification step).
-pub fn find(
+pub(crate) fn find(
     texts: &[String],
     roles: &[&str],
     eligible: &[bool],

@@ -38,7 +38,7 @@ fn commitment_words() -> Option<&'static Regex> {
 }
 
 /// The importance score of `texts[i]` given the texts of the whole conversation.
-pub fn score(texts: &[String], i: usize) -> f64 {
+pub(crate) fn score(texts: &[String], i: usize) -> f64 {
     let Some(text) = texts.get(i) else {
         return 0.0;
     };

@@ -9,7 +9,7 @@ use crate::text::keys;
 /// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
 /// short and summarised by count, range and first items when long, within the level's budget
 /// (identifier-like values are kept first).
-pub fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
+pub(crate) fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
     let budget = level.budget(original_chars).max(level.min_chars);
     let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
     flatten(value, "", &mut entries);
@@ -62,7 +62,7 @@ pub fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -
 /// of 24+ numbers are summarised by count, range, first and last values); with `keep_strings`
 /// every string is kept whole (else free text longer than 200 characters is summarised as
 /// prose, its key tokens kept). With both, the rendering drops only syntax.
-pub fn json_compact(
+pub(crate) fn json_compact(
     value: &Value,
     level: Level,
     seen: &SeenValues,
@@ -91,7 +91,7 @@ pub fn json_compact(
 /// address, so rendering a large output looks its nodes up instead of serialising each subtree
 /// again (which made rendering quadratic in the depth of large nested arrays).
 #[derive(Default)]
-pub struct SeenValues {
+pub(crate) struct SeenValues {
     newest: crate::text::hash::FastMap<u64, (usize, String)>,
     /// The hash of every large node added, by its address (the values outlive the renderings).
     by_node: crate::text::hash::FastMap<usize, u64>,

@@ -19,7 +19,7 @@ fn quote_re() -> Option<&'static Regex> {
 }
 
 /// The quotes of `text`, in order, each once (with their quote marks).
-pub fn extract(text: &str) -> Vec<String> {
+pub(crate) fn extract(text: &str) -> Vec<String> {
     let Some(re) = quote_re() else {
         return Vec::new();
     };
@@ -34,7 +34,7 @@ pub fn extract(text: &str) -> Vec<String> {
 }
 
 /// `body` with the quotes of `original` it does not contain appended.
-pub fn keep(body: String, original: &str) -> String {
+pub(crate) fn keep(body: String, original: &str) -> String {
     let missing: Vec<String> = extract(original)
         .into_iter()
         .filter(|q| !body.contains(q.as_str()))

@@ -13,7 +13,7 @@ use crate::text::sentences;
 
 /// How hard to summarise: the share of the original a summary aims at.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Level {
+pub(crate) struct Level {
     /// Target size as a fraction of the original characters (0.3).
     pub ratio: f64,
     /// Lower bound of the budget in characters (200).
@@ -92,7 +92,7 @@ impl Level {
 /// when an embedder was given, the cosine between the query's vector and each candidate
 /// sentence's (by trimmed sentence text).
 #[derive(Clone, Debug, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// Lower-cased query words of 3+ characters that are not English stop words
     /// (term-overlap relevance).
     pub terms: HashSet<String>,
@@ -174,7 +174,7 @@ const COSINE_WEIGHT: f64 = 12.0;
 
 /// Query terms (lower-cased words of 3+ characters, English stop words left out) used for
 /// relevance, and the query's key tokens.
-pub fn query_terms(query: Option<&str>) -> Query {
+pub(crate) fn query_terms(query: Option<&str>) -> Query {
     Query {
         terms: query
             .map(|q| {
@@ -220,7 +220,7 @@ fn relevance(sentence: &str, terms: &Query) -> f64 {
 /// An extractive summary of prose: the best sentence of each paragraph first, then the next
 /// best, packed into the level's budget, in reading order, with the key tokens it left out
 /// appended (`| keys: a, b`).
-pub fn prose(text: &str, level: Level, terms: &Query) -> String {
+pub(crate) fn prose(text: &str, level: Level, terms: &Query) -> String {
     prose_with(text, level, terms, false)
 }
 
@@ -419,7 +419,7 @@ impl<'t> Prepared<'t> {
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`.
-pub fn cut_at_word(text: &str, max: usize) -> String {
+pub(crate) fn cut_at_word(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
@@ -476,7 +476,7 @@ fn key_separator(keys: &[String]) -> &'static str {
 
 /// Budget-fill packing: `body` (made for `sentence_chars`) followed by the key tokens of
 /// `candidates` it does not contain, while the whole stays within `budget` characters.
-pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
+pub(crate) fn fill(body: String, candidates: &[String], budget: usize) -> String {
     let mut out = body;
     let mut used = out.chars().count();
     let mut first = true;
@@ -512,14 +512,14 @@ pub fn fill(body: String, candidates: &[String], budget: usize) -> String {
 
 /// Characters of a budget-fill summary left for sentences when `candidates` are to be listed:
 /// the keys take at most half of `budget`.
-pub fn sentence_share(candidates: &[String], budget: usize) -> usize {
+pub(crate) fn sentence_share(candidates: &[String], budget: usize) -> usize {
     let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
     budget - keys.min(budget / 2)
 }
 
 /// Code-split: the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
-pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
+pub(crate) fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
     let segments = fences::split(text);
     if !segments.iter().any(|s| matches!(s, Segment::Code(_))) {
         return None;
@@ -549,7 +549,7 @@ pub fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
 
 /// Structured tool output: the line count, status lines
 /// (errors, failures, warnings) and the paths and other key tokens, within the level's budget.
-pub fn structured(text: &str, level: Level) -> String {
+pub(crate) fn structured(text: &str, level: Level) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let budget = level.budget(text.chars().count());
     let mut out = format!("{} lines", lines.len());
@@ -619,7 +619,7 @@ pub fn structured(text: &str, level: Level) -> String {
     out
 }
 
-pub use super::json::{json, json_compact};
+pub(crate) use super::json::{json, json_compact};
 
 #[cfg(test)]
 mod tests {

@@ -20,10 +20,10 @@ use super::summarize::Query;
 use crate::text::keys;
 
 /// Longest string value listed whole.
-pub const MAX_VALUE_CHARS: usize = 100;
+pub(crate) const MAX_VALUE_CHARS: usize = 100;
 
 /// The values of one tool output, most reusable first (see the module docs).
-pub fn tool_values(text: &str) -> Vec<String> {
+pub(crate) fn tool_values(text: &str) -> Vec<String> {
     match json_of(text) {
         Some(v) => ranked(&leaves(&v)),
         None => key_values(text),
@@ -32,7 +32,7 @@ pub fn tool_values(text: &str) -> Vec<String> {
 
 /// [`tool_values`] with the values the query is about first ([`named_by_query`]). Without
 /// query terms, or for output that is not JSON, the same as [`tool_values`].
-pub fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
+pub(crate) fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
     let Some(v) = json_of(text) else {
         return key_values(text);
     };
@@ -46,7 +46,7 @@ pub fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
 /// ([`Query::names_field`]: `order_id` and `order_type` for "cancel my order"), ranked as in
 /// [`tool_values`] (identifier-like first) and in reading order within a rank, leaving out the
 /// ones the query itself holds (the next turn has those). Empty without query terms.
-pub fn named_by_query(v: &Value, query: &Query) -> Vec<String> {
+pub(crate) fn named_by_query(v: &Value, query: &Query) -> Vec<String> {
     if query.stems.is_empty() {
         return Vec::new();
     }
@@ -102,7 +102,7 @@ fn named(leaves: &[(u8, String, String)], query: &Query) -> Vec<String> {
 }
 
 /// `items` reordered first, last, second, second to last, … (every item once).
-pub fn both_ends<T>(items: Vec<T>) -> Vec<T> {
+pub(crate) fn both_ends<T>(items: Vec<T>) -> Vec<T> {
     let n = items.len();
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(n);

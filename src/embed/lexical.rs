@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use unicode_normalization::UnicodeNormalization;
 
 use super::pooling::l2_normalize;
-use super::DIMS;
+use super::vector::DIMS;
 
 /// Version of the feature scheme above; bumped whenever vectors would change.
 pub const LEXICAL_VERSION: u32 = 1;

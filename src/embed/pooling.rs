@@ -1,7 +1,7 @@
 //! Sentence vectors from token vectors: mean pooling over the attention mask, then L2
 //! normalisation (what sentence-transformers' all-MiniLM-L6-v2 does).
 
-use super::DIMS;
+use super::vector::DIMS;
 
 /// Mean of the rows of `hidden` (`tokens × DIMS`, row-major) whose `mask` is 1, L2-normalised.
 ///

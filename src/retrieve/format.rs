@@ -1,4 +1,4 @@
-//! Result layouts: the `text` of [`QueryOutput`](super::results::QueryOutput).
+//! Result layouts: the `text` of [`QueryResult`](super::results::QueryResult).
 //!
 //! - **compact** (default; docs/design.md, "Result compression"): per result a header line
 //!   `[rank] source § Header > Subheader (score)` and the content on the next lines; results
@@ -32,14 +32,14 @@
 use std::fmt::Write as _;
 
 use super::options::ResultFormat;
-use super::results::QueryResult;
+use super::results::SearchResult;
 use crate::error::{Error, ErrorKind};
 
 /// Lays `results` out in `format` (see the [module docs](self)).
 ///
 /// # Errors
 /// [`ErrorKind::Internal`] if JSON serialisation fails (it cannot for these types).
-pub fn render(results: &[QueryResult], format: ResultFormat) -> Result<String, Error> {
+pub fn render(results: &[SearchResult], format: ResultFormat) -> Result<String, Error> {
     match format {
         ResultFormat::Compact => Ok(compact(results)),
         ResultFormat::Verbose => Ok(verbose(results)),
@@ -48,7 +48,7 @@ pub fn render(results: &[QueryResult], format: ResultFormat) -> Result<String, E
 }
 
 /// The compact layout: `[1] docs/auth.md § Configuration > Authentication (0.92)` + content.
-pub fn compact(results: &[QueryResult]) -> String {
+pub fn compact(results: &[SearchResult]) -> String {
     let mut out = String::new();
     for (i, r) in results.iter().enumerate() {
         if i > 0 {
@@ -73,7 +73,7 @@ pub fn compact(results: &[QueryResult]) -> String {
 }
 
 /// The verbose layout: every field, score to 4 decimals.
-pub fn verbose(results: &[QueryResult]) -> String {
+pub fn verbose(results: &[SearchResult]) -> String {
     let mut out = String::new();
     for (i, r) in results.iter().enumerate() {
         if i > 0 {
@@ -102,7 +102,7 @@ pub fn verbose(results: &[QueryResult]) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::Internal`] if serialisation fails (it cannot for these types).
-pub fn json(results: &[QueryResult]) -> Result<String, Error> {
+pub fn json(results: &[SearchResult]) -> Result<String, Error> {
     serde_json::to_string(results).map_err(|e| Error::new(ErrorKind::Internal, "", e.to_string()))
 }
 
@@ -125,8 +125,8 @@ fn one_line(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn result(path: Option<&str>, headers: &[&str], score: f32, content: &str) -> QueryResult {
-        QueryResult {
+    fn result(path: Option<&str>, headers: &[&str], score: f32, content: &str) -> SearchResult {
+        SearchResult {
             chunk_id: "auth#0".into(),
             doc_id: "auth".into(),
             path: path.map(String::from),

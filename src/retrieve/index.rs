@@ -23,7 +23,7 @@ use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
 use super::fuse::{fuse_lists, Fusion};
 use super::options::QueryOptions;
-use super::results::{check_query, compress_results, Candidate, QueryOutput};
+use super::results::{check_query, compress_results, Candidate, QueryResult};
 use super::vector::{VectorParams, VectorStore};
 use super::Chunk;
 use crate::embed::{Embedder, EmbedderIdentity, EmbedderKind};
@@ -497,7 +497,7 @@ impl Index {
         question: &str,
         options: &QueryOptions,
         embedder: &Embedder,
-    ) -> Result<QueryOutput, Error> {
+    ) -> Result<QueryResult, Error> {
         let candidates = self.candidates(question, options, embedder)?;
         compress_results(candidates, question, options, embedder)
     }

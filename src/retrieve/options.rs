@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::classify::QueryKind;
 use crate::error::{read_json, read_value, Error, ErrorKind};
 
-/// How [`QueryOutput::text`](super::results::QueryOutput::text) is laid out.
+/// How [`QueryResult::text`](super::results::QueryResult::text) is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResultFormat {

@@ -311,7 +311,7 @@ fn f32_shortest<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> 
 /// `{chunkId, docId, path, headerPath, score, content, truncated}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QueryResult {
+pub struct SearchResult {
     /// The chunk's id.
     pub chunk_id: String,
     /// Its document's id.
@@ -402,9 +402,9 @@ pub struct QueryStats {
 /// The output of `query` and [`compress_results`]. JSON keys are camelCase.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QueryOutput {
+pub struct QueryResult {
     /// The results, best first.
-    pub results: Vec<QueryResult>,
+    pub results: Vec<SearchResult>,
     /// The results laid out in `options.format` (see [`super::format`]).
     pub text: String,
     /// What each stage did.
@@ -427,7 +427,7 @@ pub fn compress_results(
     question: &str,
     options: &QueryOptions,
     embedder: &Embedder,
-) -> Result<QueryOutput, Error> {
+) -> Result<QueryResult, Error> {
     check_query(question, options)?;
     check_candidates(&candidates)?;
     check_mixed_dims(&candidates, embedder)?;
@@ -468,7 +468,7 @@ pub fn compress_results(
 
     // 6. truncation
     let truncate = options.truncate && query_kind == QueryKind::Factual;
-    let results: Vec<QueryResult> = items
+    let results: Vec<SearchResult> = items
         .into_iter()
         .map(|c| {
             let cut = if truncate {
@@ -477,7 +477,7 @@ pub fn compress_results(
                 None
             };
             let truncated = cut.is_some();
-            QueryResult {
+            SearchResult {
                 chunk_id: c.chunk_id.clone(),
                 doc_id: c.doc_id.clone(),
                 path: c.path.clone(),
@@ -507,7 +507,7 @@ pub fn compress_results(
     stats.clusters_merged = stats.removed_as_near_duplicate + stats.removed_as_semantic_duplicate;
 
     let text = format::render(&results, options.format)?;
-    Ok(QueryOutput {
+    Ok(QueryResult {
         results,
         text,
         stats,
@@ -525,7 +525,7 @@ pub fn compress_results_value(
     question: &str,
     options: &serde_json::Value,
     embedder: &Embedder,
-) -> Result<QueryOutput, Error> {
+) -> Result<QueryResult, Error> {
     let options = QueryOptions::from_value(options)?;
     let candidates = Candidate::list_from_value(candidates)?;
     compress_results(candidates, question, &options, embedder)
@@ -872,14 +872,14 @@ mod tests {
         }
     }
 
-    fn run(cands: Vec<Candidate>, question: &str, options: &QueryOptions) -> QueryOutput {
+    fn run(cands: Vec<Candidate>, question: &str, options: &QueryOptions) -> QueryResult {
         match compress_results(cands, question, options, &Embedder::lexical()) {
             Ok(out) => out,
             Err(e) => panic!("{e}"),
         }
     }
 
-    fn ids(out: &QueryOutput) -> Vec<&str> {
+    fn ids(out: &QueryResult) -> Vec<&str> {
         out.results.iter().map(|r| r.chunk_id.as_str()).collect()
     }
 

@@ -20,8 +20,12 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::analyze::Analyzer;
+use super::fuse::{fuse_lists, Fusion};
 use super::index::{check_documents, chunks_of, embedding_text, Document, IndexOptions};
-use crate::Error;
+use super::options::QueryOptions;
+use super::results::check_query;
+use crate::embed::EmbedderKind;
+use crate::{Error, ErrorKind};
 
 /// One chunk as a store keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -134,6 +138,91 @@ pub fn prepare_documents(
 /// BM25 counts a repeated query term once per repetition).
 pub fn query_terms(question: &str, options: &IndexOptions) -> Vec<String> {
     Analyzer::new(options.analyzer).terms(question)
+}
+
+/// What a store fetches for a question: its BM25 terms, how many hits of each list to fuse,
+/// and whether each list counts at all (a weight of 0 leaves it out). JSON keys camelCase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryPlan {
+    /// The question's BM25 terms ([`query_terms`]).
+    pub terms: Vec<String>,
+    /// Hits of each list to fetch and fuse (`options.candidates`).
+    pub depth: usize,
+    /// Whether the lexical (BM25) list is fused.
+    pub lexical: bool,
+    /// Whether the dense (vector) list is fused.
+    pub dense: bool,
+}
+
+/// Checks a question and its query options and plans what a store fetches for them, with
+/// the fusion weights `query` uses for an index of `kind`'s vectors.
+///
+/// # Errors
+/// What `query` refuses for the question and options (`invalid_input`, `invalid_options`).
+pub fn plan_query(
+    question: &str,
+    options: &QueryOptions,
+    index_options: &IndexOptions,
+    kind: EmbedderKind,
+) -> Result<QueryPlan, Error> {
+    check_query(question, options)?;
+    let fusion = Fusion::new(options, kind);
+    Ok(QueryPlan {
+        terms: query_terms(question, index_options),
+        depth: options.candidates,
+        lexical: fusion.lexical_weight > 0.0,
+        dense: fusion.dense_weight > 0.0,
+    })
+}
+
+/// [`fuse_lists`] over the lists a store returns as parallel arrays: lexical rows with their
+/// BM25 scores (best first; `ideal` the question's ideal BM25 score), dense rows with their
+/// cosines (best first), and each row's document `groups[row]`. Best first, cut at the
+/// compression pool of `options.topN`, with calibrated scores.
+///
+/// # Errors
+/// `invalid_input` at `lexicalScores` or `denseCosines` when a list's arrays differ in
+/// length, at `groups` when a row has no group.
+#[allow(clippy::too_many_arguments)]
+pub fn fuse_rows(
+    lexical_rows: &[u32],
+    lexical_scores: &[f32],
+    ideal: f32,
+    dense_rows: &[u32],
+    dense_cosines: &[f32],
+    groups: &[u32],
+    options: &QueryOptions,
+    kind: EmbedderKind,
+) -> Result<Vec<(u32, f32)>, Error> {
+    let bad = |path: &str, reason: &str| Error::new(ErrorKind::InvalidInput, path, reason);
+    if lexical_rows.len() != lexical_scores.len() {
+        return Err(bad("lexicalScores", "expected one score per lexical row"));
+    }
+    if dense_rows.len() != dense_cosines.len() {
+        return Err(bad("denseCosines", "expected one cosine per dense row"));
+    }
+    let n = groups.len();
+    if lexical_rows
+        .iter()
+        .chain(dense_rows)
+        .any(|&r| r as usize >= n)
+    {
+        return Err(bad("groups", "every row needs its group"));
+    }
+    let lexical: Vec<(u32, f32)> = lexical_rows
+        .iter()
+        .copied()
+        .zip(lexical_scores.iter().copied())
+        .collect();
+    let dense: Vec<(u32, f32)> = dense_rows
+        .iter()
+        .copied()
+        .zip(dense_cosines.iter().copied())
+        .collect();
+    let group = |row: u32| groups.get(row as usize).copied().unwrap_or(u32::MAX);
+    let fusion = Fusion::new(options, kind);
+    Ok(fuse_lists(&lexical, ideal, &dense, &group, &fusion))
 }
 
 /// `options` with every default filled in, as JSON that [`IndexOptions::from_json`] reads
@@ -288,5 +377,69 @@ mod tests {
             query_terms("The keys, rotating keys", &options),
             ["key", "rotat", "key"]
         );
+    }
+
+    #[test]
+    fn fuse_rows_checks_its_arrays_then_fuses_as_fuse_lists() {
+        let options = QueryOptions::default();
+        let kind = EmbedderKind::Lexical;
+        let path = |r: Result<Vec<(u32, f32)>, Error>| r.map_err(|e| e.path().to_string());
+        let fuse = |lr: &[u32], ls: &[f32], dr: &[u32], dc: &[f32], g: &[u32]| {
+            path(fuse_rows(lr, ls, 2.0, dr, dc, g, &options, kind))
+        };
+        assert_eq!(
+            fuse(&[0, 1], &[1.0], &[], &[], &[0, 1]),
+            Err("lexicalScores".into())
+        );
+        assert_eq!(fuse(&[], &[], &[0], &[], &[0]), Err("denseCosines".into()));
+        assert_eq!(
+            fuse(&[0, 2], &[2.0, 1.0], &[], &[], &[0, 1]),
+            Err("groups".into())
+        );
+        let fused = fuse(
+            &[0, 1, 2],
+            &[2.0, 1.0, 0.5],
+            &[2, 0],
+            &[0.9, 0.5],
+            &[0, 1, 1],
+        );
+        let groups = [0u32, 1, 1];
+        let want = fuse_lists(
+            &[(0, 2.0), (1, 1.0), (2, 0.5)],
+            2.0,
+            &[(2, 0.9), (0, 0.5)],
+            &|r| groups[r as usize],
+            &Fusion::new(&options, kind),
+        );
+        assert!(!want.is_empty());
+        assert_eq!(fused, Ok(want));
+    }
+
+    #[test]
+    fn plan_query_checks_the_question_and_plans_both_lists() {
+        let (options, index_options) = (QueryOptions::default(), IndexOptions::default());
+        let err = plan_query("  ", &options, &index_options, EmbedderKind::MiniLm);
+        assert_eq!(
+            err.map_err(|e| e.path().to_string()),
+            Err("question".into())
+        );
+        let plan = plan_query(
+            "rotating keys",
+            &options,
+            &index_options,
+            EmbedderKind::MiniLm,
+        )
+        .expect("plan");
+        assert_eq!(plan.terms, query_terms("rotating keys", &index_options));
+        assert_eq!(plan.depth, options.candidates);
+        assert!(plan.lexical && plan.dense, "{plan:?}");
+        let json = serde_json::to_value(&plan).expect("json");
+        let keys: Vec<&str> = json
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["terms", "depth", "lexical", "dense"]);
     }
 }

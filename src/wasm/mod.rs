@@ -13,8 +13,9 @@ use wasm_bindgen::prelude::*;
 
 use crate::error::{Error, ErrorKind};
 use crate::message::{validate_json, ValidateOptions};
+use crate::watermark::layout;
 use crate::watermark::utf16::utf16_to_utf8;
-use crate::watermark::{plan_json, write_plan, Parsed, Planned, WatermarkOptions, WatermarkState};
+use crate::watermark::{plan_json, write_plan, Parsed, WatermarkOptions, WatermarkState};
 
 mod compress;
 mod heap;
@@ -129,18 +130,32 @@ fn non_finite(value: &JsValue, path: &str, depth: usize) -> Option<(String, f64)
         })
 }
 
-fn read_state(state: &JsValue) -> Result<WatermarkState, JsValue> {
-    match optional_json(state, "state")? {
-        None => Ok(WatermarkState::default()),
-        Some(json) => WatermarkState::from_json(&json).map_err(js_error),
+/// An options or state object read by `parse` from its JSON text ([`optional_json`]), or
+/// `T::default()` when it is `undefined` or `null`: every options object goes through here.
+fn read_or_default<T: Default>(
+    value: &JsValue,
+    path: &str,
+    parse: impl FnOnce(&str) -> Result<T, Error>,
+) -> Result<T, JsValue> {
+    match optional_json(value, path)? {
+        None => Ok(T::default()),
+        Some(json) => parse(&json).map_err(js_error),
     }
 }
 
+/// A JS value (an array or object of input records) read as `T` through its JSON text: an
+/// `invalid_input` error at `path` (`documents[2].text`) when it does not fit.
+fn read_input<T: serde::de::DeserializeOwned>(value: &JsValue, path: &str) -> Result<T, JsValue> {
+    let json = stringify(value, path)?;
+    crate::error::read_json(&json, ErrorKind::InvalidInput, path).map_err(js_error)
+}
+
+fn read_state(state: &JsValue) -> Result<WatermarkState, JsValue> {
+    read_or_default(state, "state", WatermarkState::from_json)
+}
+
 fn read_options(options: &JsValue) -> Result<WatermarkOptions, JsValue> {
-    match optional_json(options, "options")? {
-        None => Ok(WatermarkOptions::default()),
-        Some(json) => WatermarkOptions::from_json(&json).map_err(js_error),
-    }
+    read_or_default(options, "options", WatermarkOptions::from_json)
 }
 
 fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
@@ -152,29 +167,15 @@ fn result_object(entries: &[(&str, JsValue)]) -> Result<JsValue, JsValue> {
 }
 
 /// The plan of `applyWatermark` for the JS entry, which assembles the output itself from the
-/// caller's objects: `{keep, fresh, state, stats, warnings}`. `keep[i]` is the input index of
-/// output message `i`, or `0xFFFFFFFF` for the next message of `fresh` (a JSON array of the
-/// rewritten messages, parsed once by the caller). `json` is `JSON.stringify(messages)`.
+/// caller's objects: `{keep, fresh, state, stats, warnings}` ([`layout::keep_and_fresh`]:
+/// `0xFFFFFFFF` in `keep` for the next message of `fresh`, parsed once by the caller). `json`
+/// is `JSON.stringify(messages)`.
 #[wasm_bindgen(js_name = watermarkPlan)]
 pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let state = read_state(&state)?;
     let options = read_options(&options)?;
     let (plan, _) = plan_json(json, &state, &options).map_err(js_error)?;
-    let mut keep = Vec::with_capacity(plan.messages.len());
-    let mut fresh = String::from("[");
-    for p in &plan.messages {
-        match p {
-            Planned::Keep(i) => keep.push(*i as u32),
-            Planned::New { text } => {
-                if fresh.len() > 1 {
-                    fresh.push(',');
-                }
-                fresh.push_str(text);
-                keep.push(u32::MAX);
-            }
-        }
-    }
-    fresh.push(']');
+    let (keep, fresh) = layout::keep_and_fresh(&plan);
     result_object(&[
         ("keep", js_sys::Uint32Array::from(keep.as_slice()).into()),
         ("fresh", fresh.into()),
@@ -186,11 +187,8 @@ pub fn watermark_plan(json: &str, state: JsValue, options: JsValue) -> Result<Js
 
 /// `applyWatermarkJson` for the JS entry, which assembles the output text itself from slices
 /// of the caller's string: `{parts, fresh, state, stats, warnings}`, or `{json, …}` for a
-/// request body. `parts` holds two numbers per output message: `start, end` (UTF-16 offsets of
-/// an untouched message in `json`), or `0xFFFFFFFF, length` (the next `length` UTF-16 units of
-/// `fresh`, the rewritten messages' texts one after the other). Output messages are joined
-/// with `,` inside `[` `]`: the text [`crate::watermark::apply_watermark_json`] writes, without
-/// decoding the untouched messages back from UTF-8.
+/// request body ([`layout::utf16_parts`]: two numbers per output message, UTF-16 offsets into
+/// `json` or `0xFFFFFFFF` and a length in `fresh`).
 #[wasm_bindgen(js_name = watermarkJsonParts)]
 pub fn watermark_json_parts(
     json: &str,
@@ -212,35 +210,7 @@ pub fn watermark_json_parts(
             ]);
         }
     };
-    // UTF-16 offset of every message: its byte offset less what the messages before it lose
-    // (the text between messages is ASCII: white space, commas, the bracket).
-    let base = json.as_ptr() as usize;
-    let mut offsets = Vec::with_capacity(texts.len());
-    let mut lost = 0usize;
-    for (text, &chars) in texts.iter().zip(&plan.input_chars) {
-        let start = text.as_ptr() as usize - base - lost;
-        let units = if chars == text.len() {
-            text.len() // ASCII
-        } else {
-            utf16_len(text)
-        };
-        offsets.push((start, start + units));
-        lost += text.len() - units;
-    }
-    let mut parts = Vec::with_capacity(2 * plan.messages.len());
-    let mut fresh = String::new();
-    for p in &plan.messages {
-        match p {
-            Planned::Keep(i) => {
-                let (a, b) = offsets[*i];
-                parts.extend([a as u32, b as u32]);
-            }
-            Planned::New { text } => {
-                fresh.push_str(text);
-                parts.extend([u32::MAX, utf16_len(text) as u32]);
-            }
-        }
-    }
+    let (parts, fresh) = layout::utf16_parts(json, &texts, &plan);
     result_object(&[
         ("parts", js_sys::Uint32Array::from(parts.as_slice()).into()),
         ("fresh", fresh.into()),
@@ -333,15 +303,6 @@ fn with_utf16_input(
 /// 7 MB needs ~21 MB).
 const UTF16_KEEP_BYTES: usize = 32 << 20;
 
-/// The UTF-16 length of `text`: one unit per character (every byte that is not a UTF-8
-/// continuation byte starts one), two for a character outside the BMP (a 4-byte lead byte,
-/// `0xF0` and up). Counted over bytes without decoding, so the loop vectorises.
-fn utf16_len(text: &str) -> usize {
-    text.bytes()
-        .map(|b| usize::from((b & 0xC0) != 0x80) + usize::from(b >= 0xF0))
-        .sum()
-}
-
 /// `applyWatermarkJson(json, state, options)` on JSON text (an array or a request body).
 #[wasm_bindgen(js_name = applyWatermarkJson)]
 pub fn apply_watermark_json(
@@ -363,11 +324,9 @@ pub fn apply_watermark_json(
 /// `validate(messages, options)`: `messages` is an array of objects or JSON text.
 #[wasm_bindgen(js_name = validate)]
 pub fn validate(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    let options: ValidateOptions = match optional_json(&options, "options")? {
-        None => ValidateOptions::default(),
-        Some(json) => crate::error::read_json(&json, ErrorKind::InvalidOptions, "options")
-            .map_err(js_error)?,
-    };
+    let options: ValidateOptions = read_or_default(&options, "options", |json| {
+        crate::error::read_json(json, ErrorKind::InvalidOptions, "options")
+    })?;
     let json = match messages.as_string() {
         Some(s) => s,
         None if Array::is_array(&messages) => stringify(&messages, "messages")?,

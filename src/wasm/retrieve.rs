@@ -10,10 +10,9 @@ use js_sys::{Array, Float32Array, Function, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::{js_error, optional_json, stringify, to_js};
+use super::{js_error, optional_json, read_input, read_or_default, to_js};
 use crate::embed::{Embedder, EmbedderIdentity, LoadInfo, Vector, DIMS};
 use crate::error::{read_json, Error, ErrorKind};
-use crate::retrieve::fuse::Fusion;
 use crate::retrieve::index::{Document, Index, IndexOptions};
 use crate::retrieve::options::QueryOptions;
 use crate::retrieve::results::{compress_results, Candidate};
@@ -42,10 +41,7 @@ impl WasmEmbedder {
         tokenizer: &[u8],
         options: JsValue,
     ) -> Result<WasmEmbedder, JsValue> {
-        let options = match optional_json(&options, "options")? {
-            None => crate::embed::EmbedOptions::default(),
-            Some(json) => crate::embed::EmbedOptions::from_json(&json).map_err(js_error)?,
-        };
+        let options = read_or_default(&options, "options", crate::embed::EmbedOptions::from_json)?;
         let inner = Embedder::from_bytes_with(onnx, tokenizer, options).map_err(js_error)?;
         Ok(WasmEmbedder {
             inner: Rc::new(inner),
@@ -238,10 +234,7 @@ impl WasmIndex {
     /// An empty index for `embedder`'s vectors. `options`: `{chunk: {minChars, maxChars},
     /// bm25: {k1, b}}` (all optional).
     pub fn create(embedder: &WasmEmbedder, options: JsValue) -> Result<WasmIndex, JsValue> {
-        let options = match optional_json(&options, "options")? {
-            None => IndexOptions::default(),
-            Some(json) => IndexOptions::from_json(&json).map_err(js_error)?,
-        };
+        let options = read_index_options(&options)?;
         let inner = Index::new(&embedder.inner, options).map_err(js_error)?;
         Ok(WasmIndex {
             inner,
@@ -271,9 +264,7 @@ impl WasmIndex {
         documents: JsValue,
         on_progress: Option<Function>,
     ) -> Result<u32, JsValue> {
-        let json = stringify(&documents, "documents")?;
-        let docs: Vec<Document> =
-            read_json(&json, ErrorKind::InvalidInput, "documents").map_err(js_error)?;
+        let docs: Vec<Document> = read_input(&documents, "documents")?;
         let mut progress = progress_fn(&on_progress);
         let n = self
             .inner
@@ -284,9 +275,7 @@ impl WasmIndex {
 
     /// Removes documents by id; returns how many were removed.
     pub fn remove(&mut self, ids: JsValue) -> Result<u32, JsValue> {
-        let json = stringify(&ids, "ids")?;
-        let ids: Vec<String> =
-            read_json(&json, ErrorKind::InvalidInput, "ids").map_err(js_error)?;
+        let ids: Vec<String> = read_input(&ids, "ids")?;
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let n = self.inner.remove(&refs).map_err(js_error)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
@@ -335,10 +324,7 @@ impl WasmIndex {
 }
 
 fn read_query_options(options: &JsValue) -> Result<QueryOptions, JsValue> {
-    match optional_json(options, "options")? {
-        None => Ok(QueryOptions::default()),
-        Some(json) => QueryOptions::from_json(&json).map_err(js_error),
-    }
+    read_or_default(options, "options", QueryOptions::from_json)
 }
 
 /// Result compression over candidates from any engine: `[{chunkId|id, docId, path?,
@@ -351,9 +337,7 @@ pub fn compress_results_js(
     embedder: &WasmEmbedder,
 ) -> Result<JsValue, JsValue> {
     let options = read_query_options(&options)?;
-    let json = stringify(&candidates, "candidates")?;
-    let candidates: Vec<Candidate> =
-        read_json(&json, ErrorKind::InvalidInput, "candidates").map_err(js_error)?;
+    let candidates: Vec<Candidate> = read_input(&candidates, "candidates")?;
     let out =
         compress_results(candidates, question, &options, &embedder.inner).map_err(js_error)?;
     to_js(&out)
@@ -371,10 +355,7 @@ impl WasmEmbedder {
 // PostgreSQL (src/retrieve/store.rs).
 
 fn read_index_options(options: &JsValue) -> Result<IndexOptions, JsValue> {
-    match optional_json(options, "options")? {
-        None => Ok(IndexOptions::default()),
-        Some(json) => IndexOptions::from_json(&json).map_err(js_error),
-    }
+    read_or_default(options, "options", IndexOptions::from_json)
 }
 
 /// `options` (`{chunk?, bm25?}`, as `Index.create` takes them) with every default filled in.
@@ -389,9 +370,7 @@ pub fn resolve_index_options(options: JsValue) -> Result<JsValue, JsValue> {
 #[wasm_bindgen(js_name = prepareDocuments)]
 pub fn prepare_documents_js(documents: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
     let options = read_index_options(&options)?;
-    let json = stringify(&documents, "documents")?;
-    let docs: Vec<Document> =
-        read_json(&json, ErrorKind::InvalidInput, "documents").map_err(js_error)?;
+    let docs: Vec<Document> = read_input(&documents, "documents")?;
     let prepared = crate::retrieve::store::prepare_documents(&docs, &options).map_err(js_error)?;
     to_js(&prepared)
 }
@@ -407,15 +386,12 @@ pub fn plan_query(
     embedder: &WasmEmbedder,
 ) -> Result<JsValue, JsValue> {
     let options = read_query_options(&options)?;
-    crate::retrieve::results::check_query(question, &options).map_err(js_error)?;
     let index_options = read_index_options(&index_options)?;
-    let fusion = Fusion::new(&options, embedder.inner.identity().kind);
-    to_js(&serde_json::json!({
-        "terms": crate::retrieve::store::query_terms(question, &index_options),
-        "depth": options.candidates,
-        "lexical": fusion.lexical_weight > 0.0,
-        "dense": fusion.dense_weight > 0.0,
-    }))
+    let kind = embedder.inner.identity().kind;
+    to_js(
+        &crate::retrieve::store::plan_query(question, &options, &index_options, kind)
+            .map_err(js_error)?,
+    )
 }
 
 /// Fuses a lexical list (rows and BM25 scores, best first; `ideal` the question's ideal BM25
@@ -435,35 +411,18 @@ pub fn fuse_lists_js(
     embedder: &WasmEmbedder,
 ) -> Result<JsValue, JsValue> {
     let options = read_query_options(&options)?;
-    let bad =
-        |path: &str, reason: &str| js_error(Error::new(ErrorKind::InvalidInput, path, reason));
-    if lexical_rows.len() != lexical_scores.len() {
-        return Err(bad("lexicalScores", "expected one score per lexical row"));
-    }
-    if dense_rows.len() != dense_cosines.len() {
-        return Err(bad("denseCosines", "expected one cosine per dense row"));
-    }
-    let n = groups.len();
-    if lexical_rows
-        .iter()
-        .chain(dense_rows)
-        .any(|&r| r as usize >= n)
-    {
-        return Err(bad("groups", "every row needs its group"));
-    }
-    let lexical: Vec<(u32, f32)> = lexical_rows
-        .iter()
-        .copied()
-        .zip(lexical_scores.iter().copied())
-        .collect();
-    let dense: Vec<(u32, f32)> = dense_rows
-        .iter()
-        .copied()
-        .zip(dense_cosines.iter().copied())
-        .collect();
-    let group = |row: u32| groups.get(row as usize).copied().unwrap_or(u32::MAX);
-    let fusion = Fusion::new(&options, embedder.inner.identity().kind);
-    let fused = crate::retrieve::fuse::fuse_lists(&lexical, ideal, &dense, &group, &fusion);
+    let kind = embedder.inner.identity().kind;
+    let fused = crate::retrieve::store::fuse_rows(
+        lexical_rows,
+        lexical_scores,
+        ideal,
+        dense_rows,
+        dense_cosines,
+        groups,
+        &options,
+        kind,
+    )
+    .map_err(js_error)?;
     let rows: Vec<u32> = fused.iter().map(|f| f.0).collect();
     let scores: Vec<f32> = fused.iter().map(|f| f.1).collect();
     let out = js_sys::Object::new();

@@ -37,6 +37,7 @@
 //! ```
 
 mod anthropic;
+pub(crate) mod layout;
 mod openai;
 mod options;
 mod plan;
@@ -121,7 +122,7 @@ pub const WARNING_CODES: [&str; 3] = [
 
 /// The result of [`apply_watermark`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct WatermarkOutput {
+pub struct WatermarkResult {
     /// The pruned messages.
     pub messages: Vec<Value>,
     /// The state to pass to the next call.
@@ -134,7 +135,7 @@ pub struct WatermarkOutput {
 
 /// The result of [`apply_watermark_json`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct WatermarkJsonOutput {
+pub struct WatermarkJsonResult {
     /// The pruned document, in the input's shape (array or request body). Untouched messages
     /// and body members are their input bytes; the separators between them are compact.
     pub json: String,
@@ -154,7 +155,7 @@ pub fn apply_watermark(
     messages: &[Value],
     state: &WatermarkState,
     options: &WatermarkOptions,
-) -> Result<WatermarkOutput, Error> {
+) -> Result<WatermarkResult, Error> {
     let texts = raw_texts(messages)?;
     let raws: Vec<&RawValue> = texts.iter().map(|b| b.as_ref()).collect();
     let plan = plan_watermark(&raws, state, options)?;
@@ -167,7 +168,7 @@ pub fn apply_watermark(
                 .map_err(|e| Error::new(ErrorKind::Internal, "messages", e.to_string())),
         })
         .collect::<Result<_, _>>()?;
-    Ok(WatermarkOutput {
+    Ok(WatermarkResult {
         messages: out,
         state: plan.state,
         stats: plan.stats,
@@ -184,7 +185,7 @@ pub fn apply_watermark_json(
     json: &str,
     state: &WatermarkState,
     options: &WatermarkOptions,
-) -> Result<WatermarkJsonOutput, Error> {
+) -> Result<WatermarkJsonResult, Error> {
     let (plan, text) = match plan_json(json, state, options)? {
         (plan, Parsed::Scanned(texts)) => {
             let text = write_array(&texts, &plan, json.len());
@@ -195,7 +196,7 @@ pub fn apply_watermark_json(
             (plan, text)
         }
     };
-    Ok(WatermarkJsonOutput {
+    Ok(WatermarkJsonResult {
         json: text,
         state: plan.state,
         stats: plan.stats,

@@ -9,7 +9,7 @@
 //                         vectors where the native build runs the integer weight matmuls too
 //                         (x86-64 with AVX2, read from /proc/cpuinfo)
 //
-// Both builds then compute every operator's bits the same way (src/embed/quant.rs, same.rs);
+// Both builds then compute every operator's bits the same way (src/embed/engine/quant.rs, same.rs);
 // elsewhere (f32 natively, e.g. on aarch64) the kernels differ and vectors agree to rounding.
 //
 //   node tests/parity/embed.mjs <pkg dir> <condense binary> <reference.json>

@@ -308,11 +308,12 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> usize {
 
 /// Runs `programs` random fused-op programs (random k, panels, fused ops, tile strides) through
 /// [`kernel`] and through tract's `wasm_f32_8x8`, and returns the first program whose stored
-/// tiles differ in any bit. The wasm tests call it (through `embed::check_wasm_kernel`).
+/// tiles differ in any bit. The wasm tests call it (through `embed::test_hooks::check_wasm_kernel`).
+#[cfg(feature = "test-hooks")]
 pub(crate) fn check_against_tract(seed: u64, programs: usize) -> Result<(), String> {
     use tract_linalg::mmm::{MatMatMulKer, RoundingPolicy};
 
-    let mut next = super::xorshift(seed);
+    let mut next = super::xorshift::xorshift(seed);
     let theirs = &*tract_linalg::wasm::wasm_f32_8x8;
     for program in 0..programs {
         let value = |next: &mut dyn FnMut() -> u64| (next() % 20_001) as f32 / 1000.0 - 10.0;

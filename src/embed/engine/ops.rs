@@ -33,6 +33,8 @@ use tract_onnx::tract_core::ops::logic::Iff;
 use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_core::ops::nn::{Softmax, SoftmaxKind};
 
+use super::graph::wire_in_place_of;
+
 /// An [`AxisOp`] whose output gets natural strides when only its unit axes' strides differ.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct NaturalStrides(pub(crate) AxisOp);
@@ -316,26 +318,6 @@ pub(crate) fn nan_guards(model: &mut TypedModel) -> TractResult<usize> {
         wire_in_place_of(model, id, format!("{name}.nan_to"), NanTo { value }, &[x])?;
     }
     Ok(count)
-}
-
-/// Puts `op`, named `name` and reading `inputs`, in place of node `id`'s first output (its
-/// readers read `op`'s instead); what only `id` read is left for the next compaction. Every
-/// rewrite of `src/embed/` goes through it.
-pub(crate) fn wire_in_place_of(
-    model: &mut TypedModel,
-    id: usize,
-    name: String,
-    op: impl Into<Box<dyn TypedOp>>,
-    inputs: &[OutletId],
-) -> TractResult<()> {
-    let mut patch = TypedModelPatch::default();
-    let tapped = inputs
-        .iter()
-        .map(|i| patch.tap_model(model, *i))
-        .collect::<TractResult<TVec<_>>>()?;
-    let wire = patch.wire_node(name, op, &tapped)?;
-    patch.shunt_outside(model, id.into(), wire[0])?;
-    patch.apply(model)
 }
 
 /// Rows [`MaskedSoftmax`] takes through its three steps at a time: ~16 KB of scores, so each

@@ -25,7 +25,7 @@
 
 use std::arch::x86_64::*;
 
-use super::quant::{row_scale, Activations, QuantWeights, CHUNK, COLS, TILE};
+use super::int8::{row_scale, Activations, QuantWeights, CHUNK, COLS, TILE};
 
 /// Whether this CPU runs [`matmul`] and [`pack`]: AVX-512 F and VNNI, or else AVX2.
 pub(crate) fn available() -> bool {
@@ -421,7 +421,7 @@ mod tests {
     }
 
     fn equals_the_portable_kernel_on(cpu: Cpu) {
-        let mut next = super::super::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = super::super::xorshift::xorshift(0x9e37_79b9_7f4a_7c15);
         let cases = [
             (1, 1, 1, false),
             (7, 30, 17, false),
@@ -435,7 +435,7 @@ mod tests {
         ];
         for &(rows, k, n, extreme) in &cases {
             let (q, scales, bias, x) =
-                super::super::quant::random_product(&mut next, rows, k, n, extreme);
+                super::super::int8::random_product(&mut next, rows, k, n, extreme);
             let w = QuantWeights::pack(k, n, &q, scales, bias);
             let packed = Activations::pack_portable(&x, rows, k);
             let mut fast = vec![0f32; rows * n];
@@ -455,11 +455,11 @@ mod tests {
     }
 
     fn packs_like_the_portable_packer_on(cpu: Cpu) {
-        let mut next = super::super::xorshift(0x5eed);
+        let mut next = super::super::xorshift::xorshift(0x5eed);
         for case in 0..400 {
             let rows = 1 + (next() % 20) as usize;
             let k = 1 + (next() % 200) as usize;
-            let x = super::super::quant::special_rows(&mut next, rows, k, case % 2 == 0);
+            let x = super::super::int8::special_rows(&mut next, rows, k, case % 2 == 0);
             let fast = pack_on(&x, rows, k, cpu).expect("a SIMD packer");
             let portable = Activations::pack_portable(&x, rows, k);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();

@@ -10,7 +10,7 @@
 //! prefers there (and which is as fast or faster on every other weight shape and `n` measured).
 //!
 //! [`prefer`] asks tract's cost model which kernel it would choose for each weight matmul at
-//! [`super::CALL_TOKENS`] activations (the most one model call holds), and, where that differs
+//! [`super::limits::CALL_TOKENS`] activations (the most one model call holds), and, where that differs
 //! from the kernel tract put in the symbolic plan, re-packs the weights for it (the packed
 //! panels are read back row by row with `extract_at_mn_f32`, an exact copy) and packs the
 //! activations for it with [`PackActivations`]. Every f32 kernel of a family computes each
@@ -176,7 +176,7 @@ fn f32_packing(kernel: &dyn MatMatMul) -> Option<(usize, PackedFormat, PackedFor
     })
 }
 
-/// The f32 kernel tract's cost model prefers for an `m × k` matmul at [`super::CALL_TOKENS`]
+/// The f32 kernel tract's cost model prefers for an `m × k` matmul at [`super::limits::CALL_TOKENS`]
 /// activations, with its packing of plain f32 panels on both sides (index, A and B formats);
 /// `None` if that is `current` or has no such packing.
 fn preferred_f32(
@@ -188,7 +188,7 @@ fn preferred_f32(
         f32::datum_type(),
         Some(m),
         Some(k),
-        Some(super::CALL_TOKENS),
+        Some(super::limits::CALL_TOKENS),
     )?;
     if want.name() == current.name() || want.internal_type() != f32::datum_type() {
         return None;
@@ -274,7 +274,7 @@ fn symbolic_matmul(
 /// Attention's products (`QKᵀ`, `P·V`): both operands are activations, each packed by tract's
 /// `OptMatMulPack` for the kernel of the symbolic plan. When `m` is concrete (the head size,
 /// 32 for MiniLM: `P·V` computes `Vᵀ` by `P`), this asks tract's cost model with `k` and `n`
-/// at [`super::CALL_TOKENS`] (the sequence length, at the default truncation) and, where it
+/// at [`super::limits::CALL_TOKENS`] (the sequence length, at the default truncation) and, where it
 /// prefers another kernel, packs both operands for it. Measured on this project's machine
 /// (one head's `P·V`, `m = 32, k = n = 256`, pack and kernel): 78 µs with `64x3` (half of its
 /// 64-row tile is padding), 41 µs with `32x6`, 36 µs with `16x12`.
@@ -287,7 +287,8 @@ fn plan_for_product(model: &TypedModel, node: &TypedNode) -> TractResult<Option<
     let Ok(m) = op.c_fact.shape[m_axis].to_usize() else {
         return Ok(None);
     };
-    let Some((want, p, a_format, b_format)) = preferred_f32(current, m, super::CALL_TOKENS) else {
+    let Some((want, p, a_format, b_format)) = preferred_f32(current, m, super::limits::CALL_TOKENS)
+    else {
         return Ok(None);
     };
     let mut packs = Vec::new();
@@ -395,7 +396,7 @@ fn plan_for(model: &TypedModel, node: &TypedNode) -> TractResult<Option<Plan>> {
 }
 
 /// Gives each weight matmul of an optimised symbolic plan the kernel tract's cost model
-/// prefers at [`super::CALL_TOKENS`] activations (see the module docs); returns how many
+/// prefers at [`super::limits::CALL_TOKENS`] activations (see the module docs); returns how many
 /// matmuls changed. One activation pack is shared by the matmuls that read the same tensor.
 pub(crate) fn prefer(model: &mut TypedModel) -> TractResult<usize> {
     // A matmul this cannot re-kernel (an unexpected layout, a refused packing) keeps tract's.
@@ -491,7 +492,7 @@ mod tests {
                 .run(batch, seq, ids.clone(), mask.clone(), 0)
                 .expect("runs");
             let b = tracts.run(batch, seq, ids, mask, 0).expect("runs");
-            assert_eq!(a.len(), batch * seq * super::super::DIMS);
+            assert_eq!(a.len(), batch * seq * crate::embed::vector::DIMS);
             let differ = a
                 .iter()
                 .zip(&b)

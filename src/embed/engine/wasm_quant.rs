@@ -10,7 +10,7 @@
 //! broadcast live, within V8's 15 vector registers. The k-loop is its own function
 //! (`#[inline(never)]`) over scalar accumulators, and both panels advance per pair (16 and 32
 //! bytes) from one induction variable: written with arrays of accumulators inside the tile's loops,
-//! V8's code for the same instructions ran at ~25 G multiply-adds/s; this way, ~48 (session 19,
+//! V8's code for the same instructions ran at ~25 G multiply-adds/s; this way, ~48 (2026-11-26,
 //! Node 20, 512 rows), about what the CPU's `pmaddwd` issue rate allows. Full 4-column groups of
 //! the result are stored as one vector (a variable-length copy was a `memcpy` call per row).
 //!
@@ -28,10 +28,9 @@
 
 use core::arch::wasm32::*;
 
-use super::quant::{
-    pair, quantize, random_product, row_scale, special_rows, Activations, QuantWeights, CHUNK,
-    COLS, TILE,
-};
+use super::int8::{pair, quantize, row_scale, Activations, QuantWeights, CHUNK, COLS, TILE};
+#[cfg(feature = "test-hooks")]
+use super::int8::{random_product, special_rows};
 
 /// Row panels per block: their activations stay in cache while every weight panel passes.
 const BLOCK_PANELS: usize = 8;
@@ -270,6 +269,7 @@ fn row_scale_simd(row: &[f32]) -> (f32, f32) {
 }
 
 /// Whether two packs hold the same bits.
+#[cfg(feature = "test-hooks")]
 fn same_pack(simd: &Activations, portable: &Activations) -> Result<(), String> {
     if let Some(i) = (simd.packed.iter().zip(&portable.packed)).position(|(a, b)| a != b) {
         return Err(format!(
@@ -287,9 +287,10 @@ fn same_pack(simd: &Activations, portable: &Activations) -> Result<(), String> {
 /// Runs `cases` random products (random shapes across chunk and panel edges, a quarter of them
 /// at the sums' bound: every weight -128 and every activation at its row's largest magnitude)
 /// through [`matmul`] and the portable kernel, and returns the first whose results differ in
-/// any bit. The wasm tests call it (through `embed::check_wasm_quant`).
+/// any bit. The wasm tests call it (through `embed::test_hooks::check_wasm_quant`).
+#[cfg(feature = "test-hooks")]
 pub(crate) fn check_against_portable(seed: u64, cases: usize) -> Result<(), String> {
-    let mut next = super::xorshift(seed);
+    let mut next = super::xorshift::xorshift(seed);
     for case in 0..cases {
         let rows = 1 + (next() % 40) as usize;
         let k = 1 + (next() % 1600) as usize;

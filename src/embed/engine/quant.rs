@@ -32,8 +32,10 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::math::Add;
 
+use super::int8::{Activations, QuantWeights};
+
 /// Whether [`super::model::Model::load`] uses the integer matmuls where [`available`] (`false`
-/// gives tract's f32 matmuls everywhere, to measure them). Measured with it on (session 20,
+/// gives tract's f32 matmuls everywhere, to measure them). Measured with it on (2026-11-26,
 /// `bench/embed-compare`; see the README's table): faster than f32 in both builds (wasm in
 /// Node 211–26–12 texts/s on single 16-, 128-, 256-token texts against 109–17.2–8.2), native
 /// 1.26–3.58× onnxruntime on one thread, native / wasm 2.57–2.82 (3.19 on 16-token batches).
@@ -60,358 +62,62 @@ pub(crate) fn available() -> bool {
     false
 }
 
-/// `k` steps per exact `i32` sum: |x_q| ≤ 32767 and |q| ≤ 128, so 512 products stay below 2³¹.
-pub(crate) const CHUNK: usize = 512;
-/// Rows per packed activation panel.
-pub(crate) const TILE: usize = 8;
-/// Columns per packed weight panel: one 512-bit register of `i32` sums on x86-64 (AVX-512), two
-/// 128-bit halves of a wasm tile elsewhere.
-#[cfg(target_arch = "x86_64")]
-pub(crate) const COLS: usize = 16;
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) const COLS: usize = 8;
-/// The largest 16-bit activation (a row's largest magnitude maps to it).
-const LEVELS: f32 = 32767.0;
-
-/// A weight matrix as int8 integers and per-column scales, packed for the kernels.
-#[derive(Debug, PartialEq)]
-pub(crate) struct QuantWeights {
-    /// The contracted length.
-    pub(crate) k: usize,
-    /// Output columns.
-    pub(crate) n: usize,
-    /// Panels of [`COLS`] columns (zeros past `n`): for panel `b`, pair `p` (`k` steps `2p` and
-    /// `2p + 1`, zero past `k`) and column `c`, the two weights as one [`Weights`] value,
-    /// `packed[(b · pairs + p) · COLS + c]`.
-    pub(crate) packed: Vec<Weights>,
-    /// `s`, one per column.
-    pub(crate) scales: Vec<f32>,
-    /// The bias added after the product (zeros if the model adds none).
-    pub(crate) bias: Vec<f32>,
-}
-
-/// Two 16-bit integers in one `u32`, `lo` in the low half (the layout `i32x4.dot_i16x8_s` and
-/// `v128.load32_splat` read on a little-endian machine).
-#[inline]
-pub(crate) fn pair(lo: i16, hi: i16) -> u32 {
-    u32::from(lo as u16) | (u32::from(hi as u16) << 16)
-}
-
-/// The two 16-bit integers of [`pair`].
-#[inline]
-fn unpair(v: u32) -> (i32, i32) {
-    (
-        i32::from(v as u16 as i16),
-        i32::from((v >> 16) as u16 as i16),
-    )
-}
-
-/// Two weights of one column (`k` steps `2p` and `2p + 1`) as the kernels read them: natively a
-/// [`pair`] of 16-bit integers (what `vpdpwssd` and `vpmaddwd` take); in wasm two bytes, half
-/// the memory, which the kernel widens to 16 bits as it loads them (`i16x8.extend_*_i8x16`).
-/// Measured there (session 20): the 36 weight matrices of MiniLM-L6 in turn, 16 rows each,
-/// 7–13% faster than 16-bit weights, whose 21 MB did not stay in this machine's caches between
-/// calls (at 128 and 512 rows the same speed); single 16-token texts in Node 175–180 → 212–223
-/// texts/s.
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) type Weights = u32;
-/// See the native definition.
-#[cfg(target_arch = "wasm32")]
-pub(crate) type Weights = [i8; 2];
-
-/// Two int8 weights as one [`Weights`] value.
-#[inline]
-fn weights(lo: i8, hi: i8) -> Weights {
+/// The product for the rows of `x` (`rows × k`, row-major) into `out` (`rows × n`), by the
+/// portable kernel or the platform's (`super::x86_quant` with AVX-512 VNNI or AVX2,
+/// `super::wasm_quant` in wasm).
+///
+/// Natively, under a multi-thread executor (`EmbedOptions::threads` > 1, installed by
+/// `Model::run`), the rows are split into one contiguous run of row panels per thread, each
+/// packed and multiplied on its own. A row's result depends on that row alone (its own
+/// scale, exact integer sums), so the bits are those of one thread.
+pub(crate) fn matmul(w: &QuantWeights, x: &[f32], rows: usize, out: &mut [f32]) {
     #[cfg(not(target_arch = "wasm32"))]
-    return pair(i16::from(lo), i16::from(hi));
-    #[cfg(target_arch = "wasm32")]
-    [lo, hi]
-}
-
-/// The two weights of a [`Weights`] value.
-#[inline]
-fn unweights(w: Weights) -> (i32, i32) {
-    #[cfg(not(target_arch = "wasm32"))]
-    return unpair(w);
-    #[cfg(target_arch = "wasm32")]
-    (i32::from(w[0]), i32::from(w[1]))
-}
-
-impl QuantWeights {
-    /// Number of `k` pairs.
-    pub(crate) fn pairs(&self) -> usize {
-        self.k.div_ceil(2)
-    }
-
-    /// Whether `x` (packed for these weights) and `out` have the sizes the SIMD kernels' raw
-    /// pointers rely on (`super::x86_quant`, `super::wasm_quant`).
-    pub(crate) fn fits(&self, x: &Activations, out: &[f32]) -> bool {
-        let pairs = self.pairs();
-        self.packed.len() == self.n.div_ceil(COLS) * pairs * COLS
-            && x.packed.len() == x.rows.div_ceil(TILE) * pairs * TILE
-            && x.scales.len() == x.rows
-            && self.scales.len() == self.n
-            && self.bias.len() == self.n
-            && out.len() == x.rows * self.n
-    }
-
-    /// Packs `q` (`k × n`, row-major), its column scales and a bias.
-    pub(crate) fn pack(k: usize, n: usize, q: &[i8], scales: Vec<f32>, bias: Vec<f32>) -> Self {
-        let pairs = k.div_ceil(2);
-        let panels = n.div_ceil(COLS);
-        let mut packed = vec![weights(0, 0); panels * pairs * COLS];
-        let at = |i: usize, j: usize| -> i8 {
-            if i < k && j < n {
-                q[i * n + j]
-            } else {
-                0
-            }
-        };
-        for b in 0..panels {
-            for p in 0..pairs {
-                for c in 0..COLS {
-                    let j = b * COLS + c;
-                    packed[(b * pairs + p) * COLS + c] = weights(at(2 * p, j), at(2 * p + 1, j));
-                }
-            }
-        }
-        QuantWeights {
-            k,
-            n,
-            packed,
-            scales,
-            bias,
-        }
-    }
-
-    /// Reads int8 integers and per-column scales back from f32 weights `w` (`k × n`,
-    /// row-major), or `None` unless `f32(q) · s` equals every weight (so the integer product
-    /// uses exactly the model's weights). Each column's scale is searched near `max|w| / 127`
-    /// (and `/ 128`), a few units in the last place either way.
-    pub(crate) fn recover(w: &[f32], k: usize, n: usize) -> Option<(Vec<i8>, Vec<f32>)> {
-        if k == 0 || n == 0 || w.len() != k * n {
-            return None;
-        }
-        let mut q = vec![0i8; k * n];
-        let mut scales = vec![0f32; n];
-        for j in 0..n {
-            let column = || (0..k).map(|i| w[i * n + j]);
-            let max = column().fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
-            if !column().all(f32::is_finite) {
-                return None;
-            }
-            if max == 0.0 {
-                continue;
-            }
-            let fits = |s: f32| column().all(|v| as_int8(v, s).is_some());
-            let scale = [127f32, 128.0]
-                .iter()
-                .flat_map(|levels| {
-                    let s = max / levels;
-                    let (mut up, mut down) = (s, s);
-                    let mut near = vec![s];
-                    for _ in 0..3 {
-                        up = up.next_up();
-                        down = down.next_down();
-                        near.push(up);
-                        near.push(down);
-                    }
-                    near
-                })
-                .find(|&s| s > 0.0 && fits(s))?;
-            scales[j] = scale;
-            for i in 0..k {
-                q[i * n + j] = as_int8(w[i * n + j], scale)?;
-            }
-        }
-        Some((q, scales))
-    }
-
-    /// The product for the rows of `x` (`rows × k`, row-major) into `out` (`rows × n`), by the
-    /// portable kernel or the platform's (`super::x86_quant` with AVX-512 VNNI or AVX2,
-    /// `super::wasm_quant` in wasm).
-    ///
-    /// Natively, under a multi-thread executor (`EmbedOptions::threads` > 1, installed by
-    /// `Model::run`), the rows are split into one contiguous run of row panels per thread, each
-    /// packed and multiplied on its own. A row's result depends on that row alone (its own
-    /// scale, exact integer sums), so the bits are those of one thread.
-    pub(crate) fn matmul(&self, x: &[f32], rows: usize, out: &mut [f32]) {
-        #[cfg(not(target_arch = "wasm32"))]
-        if let tract_linalg::multithread::Executor::MultiThread(pool) =
-            tract_linalg::multithread::current_tract_executor()
-        {
-            let panels = rows.div_ceil(TILE);
-            let tasks = pool.current_num_threads().min(panels);
-            if tasks > 1 && self.k > 0 && self.n > 0 {
-                use rayon::prelude::*;
-                let per = panels.div_ceil(tasks) * TILE;
-                pool.install(|| {
-                    out[..rows * self.n]
-                        .par_chunks_mut(per * self.n)
-                        .zip(x[..rows * self.k].par_chunks(per * self.k))
-                        .for_each(|(out, x)| self.matmul_rows(x, x.len() / self.k, out));
-                });
-                return;
-            }
-        }
-        self.matmul_rows(x, rows, out);
-    }
-
-    /// [`QuantWeights::matmul`] on the calling thread.
-    fn matmul_rows(&self, x: &[f32], rows: usize, out: &mut [f32]) {
-        let packed = Activations::pack(x, rows, self.k);
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        super::wasm_quant::matmul(self, &packed, out);
-        #[cfg(target_arch = "x86_64")]
-        if super::x86_quant::matmul(self, &packed, out) {
+    if let tract_linalg::multithread::Executor::MultiThread(pool) =
+        tract_linalg::multithread::current_tract_executor()
+    {
+        use super::int8::TILE;
+        let panels = rows.div_ceil(TILE);
+        let tasks = pool.current_num_threads().min(panels);
+        if tasks > 1 && w.k > 0 && w.n > 0 {
+            use rayon::prelude::*;
+            let per = panels.div_ceil(tasks) * TILE;
+            pool.install(|| {
+                out[..rows * w.n]
+                    .par_chunks_mut(per * w.n)
+                    .zip(x[..rows * w.k].par_chunks(per * w.k))
+                    .for_each(|(out, x)| matmul_rows(w, x, x.len() / w.k, out));
+            });
             return;
         }
-        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-        self.matmul_portable(&packed, out);
     }
-
-    /// The portable kernel: the same integer sums and f32 steps as every other kernel.
-    pub(crate) fn matmul_portable(&self, x: &Activations, out: &mut [f32]) {
-        let pairs = self.pairs();
-        for (b, panel) in self.packed.chunks_exact(pairs * COLS).enumerate() {
-            for (rb, rows) in x.packed.chunks_exact(pairs * TILE).enumerate() {
-                let mut total = [[0f32; COLS]; TILE];
-                for start in (0..pairs).step_by(CHUNK / 2) {
-                    let end = (start + CHUNK / 2).min(pairs);
-                    let mut acc = [[0i32; COLS]; TILE];
-                    for p in start..end {
-                        let w = &panel[p * COLS..(p + 1) * COLS];
-                        let a = &rows[p * TILE..(p + 1) * TILE];
-                        for (r, &av) in a.iter().enumerate() {
-                            let (a0, a1) = unpair(av);
-                            for (c, &wv) in w.iter().enumerate() {
-                                let (w0, w1) = unweights(wv);
-                                acc[r][c] += a0 * w0 + a1 * w1;
-                            }
-                        }
-                    }
-                    for (t, a) in total.iter_mut().zip(&acc) {
-                        for (t, a) in t.iter_mut().zip(a) {
-                            *t += *a as f32;
-                        }
-                    }
-                }
-                for (r, row) in total.iter().enumerate() {
-                    let t = rb * TILE + r;
-                    if t >= x.rows {
-                        break;
-                    }
-                    for (c, &sum) in row.iter().enumerate() {
-                        let j = b * COLS + c;
-                        if j < self.n {
-                            out[t * self.n + j] = self.finish(sum, x.scales[t], j);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// `((sum · r) · s_j) + bias_j`: the f32 steps after the integer sum, in every kernel.
-    #[inline]
-    pub(crate) fn finish(&self, sum: f32, row_scale: f32, j: usize) -> f32 {
-        sum * row_scale * self.scales[j] + self.bias[j]
-    }
+    matmul_rows(w, x, rows, out);
 }
 
-/// `v / s` as an int8 if it is one exactly: `f32(q) · s == v`.
-fn as_int8(v: f32, s: f32) -> Option<i8> {
-    let q = (v / s).round();
-    if !(-128.0..=127.0).contains(&q) || q * s != v {
-        return None;
+/// [`matmul`] on the calling thread.
+fn matmul_rows(w: &QuantWeights, x: &[f32], rows: usize, out: &mut [f32]) {
+    let packed = pack(x, rows, w.k);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    super::wasm_quant::matmul(w, &packed, out);
+    #[cfg(target_arch = "x86_64")]
+    if super::x86_quant::matmul(w, &packed, out) {
+        return;
     }
-    Some(q as i8)
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    w.matmul_portable(&packed, out);
 }
 
-/// Activations rounded to 16 bits per row and packed in panels of [`TILE`] rows.
-#[derive(Debug)]
-pub(crate) struct Activations {
-    pub(crate) rows: usize,
-    /// For row panel `b`, pair `p` and row `r`, the row's two 16-bit values at `2p`, `2p + 1`
-    /// ([`pair`]) at `(b · pairs + p) · TILE + r`; zeros past the rows and past `k`.
-    pub(crate) packed: Vec<u32>,
-    /// `r_t = max|x_t| / 32767` per row (NaN for a row with a non-finite value).
-    pub(crate) scales: Vec<f32>,
-}
-
-impl Activations {
-    /// Rounds each row of `x` (`rows × k`) to `round(x · 32767 / max|x|)`, ties to even, by
-    /// the platform's SIMD packer (AVX-512 or AVX2 natively, wasm SIMD) or the portable one; all
-    /// give the same integers.
-    pub(crate) fn pack(x: &[f32], rows: usize, k: usize) -> Activations {
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        return super::wasm_quant::pack(x, rows, k);
-        #[cfg(target_arch = "x86_64")]
-        if let Some(packed) = super::x86_quant::pack(x, rows, k) {
-            return packed;
-        }
-        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-        Activations::pack_portable(x, rows, k)
+/// Rounds each row of `x` (`rows × k`) to `round(x · 32767 / max|x|)`, ties to even, by
+/// the platform's SIMD packer (AVX-512 or AVX2 natively, wasm SIMD) or the portable one; all
+/// give the same integers.
+pub(crate) fn pack(x: &[f32], rows: usize, k: usize) -> Activations {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return super::wasm_quant::pack(x, rows, k);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(packed) = super::x86_quant::pack(x, rows, k) {
+        return packed;
     }
-
-    /// The portable packer: the reference for the others.
-    pub(crate) fn pack_portable(x: &[f32], rows: usize, k: usize) -> Activations {
-        let pairs = k.div_ceil(2);
-        let panels = rows.div_ceil(TILE);
-        let mut packed = vec![0u32; panels * pairs * TILE];
-        let mut scales = vec![0f32; rows];
-        let mut q = vec![0i16; pairs * 2];
-        for (t, row) in x.chunks_exact(k.max(1)).take(rows).enumerate() {
-            let (scale, inv) = row_scale(row);
-            scales[t] = scale;
-            for (d, &v) in q.iter_mut().zip(row) {
-                *d = quantize(v, inv);
-            }
-            let (b, r) = (t / TILE, t % TILE);
-            for (p, two) in q.chunks_exact(2).enumerate() {
-                packed[(b * pairs + p) * TILE + r] = pair(two[0], two[1]);
-            }
-        }
-        Activations {
-            rows,
-            packed,
-            scales,
-        }
-    }
-}
-
-/// A row's scale `max|x| / 32767` and the multiplier `32767 / max|x|` that rounds it (zero for
-/// a row of zeros; NaN for a row with a non-finite value, whose values then round to 0).
-#[inline]
-pub(crate) fn row_scale(row: &[f32]) -> (f32, f32) {
-    let mut max = 0f32;
-    let mut finite = true;
-    for v in row {
-        finite &= v.is_finite();
-        let a = v.abs();
-        if a > max {
-            max = a;
-        }
-    }
-    if !finite {
-        return (f32::NAN, 0.0);
-    }
-    if max == 0.0 {
-        return (0.0, 0.0);
-    }
-    (max / LEVELS, LEVELS / max)
-}
-
-/// `round(v · inv)` (ties to even) as `i16`: |v · inv| ≤ 32767 for the row's values.
-///
-/// Rounded by adding and subtracting 1.5 · 2²³: for |y| ≤ 2²² the sum's last place is 1, so the
-/// addition rounds `y` to an integer, ties to even, exactly as `round_ties_even` (which on
-/// baseline x86-64 is a libm call per value); it vectorises, and wasm's `f32x4.nearest` gives
-/// the same integers.
-#[inline]
-pub(crate) fn quantize(v: f32, inv: f32) -> i16 {
-    const MAGIC: f32 = 12_582_912.0;
-    ((v * inv + MAGIC) - MAGIC) as i16
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    Activations::pack_portable(x, rows, k)
 }
 
 /// `x · W + bias` with `W` as int8 integers and column scales (see the module docs).
@@ -465,8 +171,12 @@ impl EvalOp for QuantMatMul {
         {
             let view = x.try_as_plain_ram()?;
             let mut dst = out.try_as_plain_ram_mut()?;
-            self.weights
-                .matmul(view.as_slice::<f32>()?, rows, dst.as_slice_mut::<f32>()?);
+            matmul(
+                &self.weights,
+                view.as_slice::<f32>()?,
+                rows,
+                dst.as_slice_mut::<f32>()?,
+            );
         }
         Ok(tvec!(out.into_tvalue()))
     }
@@ -488,73 +198,6 @@ impl TypedOp for QuantMatMul {
     }
 
     as_op!();
-}
-
-/// `rows × k` activations for the packers' checks: mostly random values in ±10 with zeros,
-/// and (if `special`) zeros of both signs, infinities, NaN, exact ties and extremes mixed in.
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
-pub(crate) fn special_rows(
-    next: &mut impl FnMut() -> u64,
-    rows: usize,
-    k: usize,
-    special: bool,
-) -> Vec<f32> {
-    const SPECIAL: [f32; 9] = [
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        0.5,
-        -2.5,
-        f32::MAX,
-        f32::MIN_POSITIVE,
-    ];
-    (0..rows * k)
-        .map(|_| match next() % 64 {
-            0 if special => SPECIAL[(next() % SPECIAL.len() as u64) as usize],
-            1..=8 => 0.0,
-            _ => ((next() % 20001) as f32 - 10000.0) * 1e-3,
-        })
-        .collect()
-}
-
-/// A random product for the kernels' bit-identity checks: `q` (`k × n`), column scales, a bias
-/// and activations `x` (`rows × k`). `extreme`: every weight -128 and every activation -1, so
-/// each chunk's sums reach their bound (32767 · 128 · 512).
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
-pub(crate) fn random_product(
-    next: &mut impl FnMut() -> u64,
-    rows: usize,
-    k: usize,
-    n: usize,
-    extreme: bool,
-) -> (Vec<i8>, Vec<f32>, Vec<f32>, Vec<f32>) {
-    let q = (0..k * n)
-        .map(|_| {
-            if extreme {
-                -128
-            } else {
-                (next() % 256) as u8 as i8
-            }
-        })
-        .collect();
-    let scales = (0..n)
-        .map(|_| (next() % 1000) as f32 * 1e-5 + 1e-4)
-        .collect();
-    let bias = (0..n)
-        .map(|_| (next() % 2001) as f32 * 1e-3 - 1.0)
-        .collect();
-    let x = (0..rows * k)
-        .map(|_| {
-            if extreme {
-                -1.0
-            } else {
-                ((next() % 20001) as f32 - 10000.0) * 1e-3
-            }
-        })
-        .collect();
-    (q, scales, bias, x)
 }
 
 /// Puts a [`QuantMatMul`] in place of every f32 `EinSum` of an activation by a constant whose
@@ -620,7 +263,7 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (last, name, x, op) in found {
-        super::ops::wire_in_place_of(model, last, format!("{name}.quant"), op, &[x])?;
+        super::graph::wire_in_place_of(model, last, format!("{name}.quant"), op, &[x])?;
     }
     if count > 0 {
         model.compact()?;
@@ -658,6 +301,7 @@ pub(crate) fn weight_product(expr: &str, w_rank: usize) -> Option<usize> {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    use super::super::int8::{quantize, random_product, row_scale, CHUNK};
     use super::*;
     use proptest::prelude::*;
 
@@ -684,7 +328,13 @@ mod tests {
     }
 
     fn case(seed: u64, rows: usize, k: usize, n: usize) -> (Vec<i8>, Vec<f32>, Vec<f32>, Vec<f32>) {
-        random_product(&mut super::super::xorshift(seed), rows, k, n, false)
+        random_product(
+            &mut super::super::xorshift::xorshift(seed),
+            rows,
+            k,
+            n,
+            false,
+        )
     }
 
     proptest! {
@@ -695,7 +345,7 @@ mod tests {
             let (q, scales, bias, x) = case(seed, rows, k, n);
             let w = QuantWeights::pack(k, n, &q, scales.clone(), bias.clone());
             let mut out = vec![0f32; rows * n];
-            w.matmul(&x, rows, &mut out);
+            matmul(&w, &x, rows, &mut out);
             let expected = naive(&q, &scales, &bias, &x, rows, k);
             prop_assert_eq!(
                 out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -730,9 +380,9 @@ mod tests {
             let (q, scales, bias, x) = case(seed, rows, k, n);
             let w = QuantWeights::pack(k, n, &q, scales, bias);
             let mut one = vec![0f32; rows * n];
-            w.matmul(&x, rows, &mut one);
+            matmul(&w, &x, rows, &mut one);
             let mut three = vec![f32::NAN; rows * n];
-            multithread_tract_scope(pool.clone(), || w.matmul(&x, rows, &mut three));
+            multithread_tract_scope(pool.clone(), || matmul(&w, &x, rows, &mut three));
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&one), bits(&three), "{rows} rows");
         }
@@ -752,7 +402,7 @@ mod tests {
     fn rows_of_zeros_give_the_bias_and_non_finite_rows_nan() {
         let w = QuantWeights::pack(2, 1, &[3, -4], vec![0.5], vec![0.25]);
         let mut out = [0f32; 3];
-        w.matmul(&[0.0, 0.0, 1.0, f32::INFINITY, 2.0, -2.0], 3, &mut out);
+        matmul(&w, &[0.0, 0.0, 1.0, f32::INFINITY, 2.0, -2.0], 3, &mut out);
         assert_eq!(out[0], 0.25);
         assert!(out[1].is_nan());
         // 2 · 3 · 0.5 + (-2) · (-4) · 0.5 + 0.25, to the activations' 16 bits.
@@ -811,8 +461,8 @@ mod tests {
                 .expect("runs");
             let b = f32s.run(batch, seq, ids, mask, 0).expect("runs");
             for (x, y) in a
-                .chunks(super::super::DIMS)
-                .zip(b.chunks(super::super::DIMS))
+                .chunks(crate::embed::vector::DIMS)
+                .zip(b.chunks(crate::embed::vector::DIMS))
             {
                 let dot: f64 = x
                     .iter()

@@ -34,9 +34,9 @@
 //!
 //! The products are tiled ([`product_block`]): `B` packed into panels of 8 columns, `A` four
 //! rows at a time, a 4 × 8 tile of `C` in eight accumulators over the whole of `k`. In wasm
-//! that runs as fast as tract's tuned 8 × 8 f32 kernel did on them (session 20: 25.8 texts/s
+//! that runs as fast as tract's tuned 8 × 8 f32 kernel did on them (2026-11-26: 25.8 texts/s
 //! at 128 tokens, batch 32, against 19.8 for a plain 4-lane row loop); natively, on AVX-512,
-//! a 16-lane row loop. Measured (session 20, parity fixture, `condense embed` against the
+//! a 16-lane row loop. Measured (2026-11-26, parity fixture, `condense embed` against the
 //! wasm package, single texts and batches): all 57 vectors bit-identical between the builds.
 
 pub(crate) use lanes::{F4, I4};
@@ -913,9 +913,16 @@ fn rms_norm_body(row: &mut [f32], eps: f32) {
 
 /// A digest of [`erf`], [`sum_rows`], [`rms_norm_rows`], [`softmax_rows`] (rows of any length) and
 /// [`product_block`] on fixed rows (special values included), pinned like [`SOFTMAX_DIGEST`].
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(any(
+    test,
+    all(
+        feature = "test-hooks",
+        target_arch = "wasm32",
+        target_feature = "simd128"
+    )
+))]
 pub(crate) fn norms_digest() -> u64 {
-    let mut next = super::xorshift(0x6e72);
+    let mut next = super::xorshift::xorshift(0x6e72);
     let special = [0.0, -0.0, f32::INFINITY, f32::NAN, f32::MAX, 1e-40, -3.5];
     let mut bytes = Vec::new();
     let mut mix = |v: f32| bytes.extend(bits(v).to_le_bytes());
@@ -959,7 +966,14 @@ pub(crate) fn norms_digest() -> u64 {
 }
 
 /// [`norms_digest`] as this module computes it (see [`SOFTMAX_DIGEST`]).
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(any(
+    test,
+    all(
+        feature = "test-hooks",
+        target_arch = "wasm32",
+        target_feature = "simd128"
+    )
+))]
 pub(crate) const NORMS_DIGEST: u64 = 0xd57b_0a1f_7b18_f55d;
 
 /// One of tract's operators run on this module's routines (f32, the last axis).
@@ -1096,7 +1110,7 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
     }
     let count = found.len();
     for (id, name, input, op) in found {
-        super::ops::wire_in_place_of(model, id, format!("{name}.same"), op, &[input])?;
+        super::graph::wire_in_place_of(model, id, format!("{name}.same"), op, &[input])?;
     }
     Ok(count)
 }
@@ -1441,7 +1455,7 @@ pub(crate) fn swap_in_products(model: &mut TypedModel) -> TractResult<usize> {
     let count = found.len();
     for (id, name, inputs, product) in found {
         let op = SameMatMul { product };
-        super::ops::wire_in_place_of(model, id, format!("{name}.same"), op, &inputs)?;
+        super::graph::wire_in_place_of(model, id, format!("{name}.same"), op, &inputs)?;
     }
     Ok(count)
 }
@@ -1450,7 +1464,14 @@ pub(crate) fn swap_in_products(model: &mut TypedModel) -> TractResult<usize> {
 /// and wasm leave the payload of a NaN result unspecified (an optimiser may commute an
 /// addition's operands, and which NaN operand's payload survives changes with them: the plain
 /// lanes did at opt-level 1), so the checks hold NaN-ness and every other bit, not payloads.
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(any(
+    test,
+    all(
+        feature = "test-hooks",
+        target_arch = "wasm32",
+        target_feature = "simd128"
+    )
+))]
 pub(crate) fn bits(v: f32) -> u32 {
     if v.is_nan() {
         0x7fc0_0000
@@ -1460,14 +1481,28 @@ pub(crate) fn bits(v: f32) -> u32 {
 }
 
 /// [`softmax_digest`] as this module computes it: the native test and the wasm test
-/// (`embed::check_same_bits`) both check it, which pins the two builds to the same bits.
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+/// (`embed::test_hooks::check_same_bits`) both check it, which pins the two builds to the same bits.
+#[cfg(any(
+    test,
+    all(
+        feature = "test-hooks",
+        target_arch = "wasm32",
+        target_feature = "simd128"
+    )
+))]
 pub(crate) const SOFTMAX_DIGEST: u64 = 0x9930_d245_e6b1_69d0;
 
 /// A digest of [`softmax_rows`]' bits on fixed rows (special values included).
-#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(any(
+    test,
+    all(
+        feature = "test-hooks",
+        target_arch = "wasm32",
+        target_feature = "simd128"
+    )
+))]
 pub(crate) fn softmax_digest() -> u64 {
-    let mut next = super::xorshift(0x50f7);
+    let mut next = super::xorshift::xorshift(0x50f7);
     let special = [
         0.0,
         -0.0,
@@ -1497,7 +1532,11 @@ pub(crate) fn softmax_digest() -> u64 {
 
 /// Values the checks mix into their inputs: zeros of both signs, infinities, NaN, the extremes,
 /// the exponential's underflow edge.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[cfg(all(
+    feature = "test-hooks",
+    target_arch = "wasm32",
+    target_feature = "simd128"
+))]
 const SPECIAL: [f32; 12] = [
     0.0,
     -0.0,
@@ -1517,12 +1556,16 @@ const SPECIAL: [f32; 12] = [
 /// the NaN select, and returns the first case whose results differ in any bit. Rows mix ordinary
 /// scores with zeros of both signs (also at a row's maximum), infinities, NaN and the largest
 /// finite values; lengths 4–40 and 256. The wasm tests call it (through
-/// `embed::check_wasm_softmax`).
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+/// `embed::test_hooks::check_wasm_softmax`).
+#[cfg(all(
+    feature = "test-hooks",
+    target_arch = "wasm32",
+    target_feature = "simd128"
+))]
 pub(crate) fn check_against_tract(seed: u64, cases: usize) -> Result<(), String> {
     let theirs = tract_linalg::routines::softmax_rows_f32()
         .ok_or("tract has no wasm softmax_rows_f32 here")?;
-    let mut next = super::xorshift(seed);
+    let mut next = super::xorshift::xorshift(seed);
     for case in 0..cases {
         let len = if case % 8 == 0 {
             256
@@ -1614,7 +1657,7 @@ mod tests {
     /// add in `k` order from 0, on random shapes (row lengths across the 16-lane chunks).
     #[test]
     fn products_follow_the_definition() {
-        let mut next = super::super::xorshift(0x9a7);
+        let mut next = super::super::xorshift::xorshift(0x9a7);
         for case in 0..40 {
             let (batch, heads) = (1 + case % 2, 1 + case % 3);
             let (m, k, n) = (
@@ -1700,7 +1743,7 @@ mod tests {
     #[test]
     fn lanes_follow_the_plain_definition() {
         use super::plain;
-        let mut next = super::super::xorshift(0x1a7e);
+        let mut next = super::super::xorshift::xorshift(0x1a7e);
         let special = [
             0.0,
             -0.0,
@@ -1759,7 +1802,7 @@ mod tests {
 
     #[test]
     fn nearest_is_round_ties_even() {
-        let mut next = super::super::xorshift(9);
+        let mut next = super::super::xorshift::xorshift(9);
         let mut values = vec![
             0.0,
             -0.0,

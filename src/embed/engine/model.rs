@@ -22,7 +22,7 @@
 //! additions into its matmuls and picks broadcast-free element-wise kernels; on the symbolic plan
 //! those run as generic broadcasting ops. Measured (examples/tract_profile.rs, 16 tokens): the
 //! specialised plan runs in ~0.75× the time of the symbolic one with tract's f32 matmuls; with
-//! the integer path, the same time (session 20, 16 tokens: 590 against 593 texts/s, two runs
+//! the integer path, the same time (2026-11-26, 16 tokens: 590 against 593 texts/s, two runs
 //! each). Building a bucket's plan on first use costs little natively (`condense embed` of one
 //! query: 0.44–0.45 s with or without them). The padding is masked (the attention mask hides
 //! it and pooling skips it), so a text's vector is the same to rounding
@@ -41,7 +41,8 @@ use std::sync::OnceLock;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::cast::Cast;
 
-use super::DIMS;
+use crate::embed::tokenizer::MAX_MODEL_TOKENS;
+use crate::embed::vector::DIMS;
 use crate::{Error, ErrorKind};
 
 /// What the model's inputs are, by position.
@@ -411,7 +412,7 @@ fn repair(model: &mut TypedModel, kernels: bool, same: bool) -> TractResult<usiz
 pub(crate) const MAX_BATCH: usize = 1 << 12;
 
 /// Tells tract the ranges of the inputs' symbolic dimensions: `batch` in 1..=[`MAX_BATCH`] and
-/// `sequence` in 1..=[`super::MAX_MODEL_TOKENS`] (the first axis of each input is taken as the
+/// `sequence` in 1..=[`MAX_MODEL_TOKENS`] (the first axis of each input is taken as the
 /// batch, the others as lengths). With bounds, tract can prove its element-wise operations
 /// large enough for its fast kernels; unbounded symbols left them on a generic per-element
 /// loop (`batch = 32`, 128 tokens: 16.5 → 26 texts/s natively with the fixes of
@@ -430,7 +431,7 @@ fn bound_symbols(model: &TypedModel) -> TractResult<()> {
                 let max = if axis == 0 {
                     MAX_BATCH
                 } else {
-                    super::MAX_MODEL_TOKENS
+                    MAX_MODEL_TOKENS
                 };
                 // Assertions are parsed from text: a name that is not a plain identifier (ONNX
                 // allows any string) is left unbounded, and that model runs on the slower
