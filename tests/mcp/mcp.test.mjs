@@ -172,9 +172,14 @@ async function editing(client, dir, docs) {
     documents: [{ id: 'memo/harbour-fees', title: 'Harbour fees', text: 'Harbour dues are charged per gross tonne; yachts under twelve metres pay a flat fee of forty crowns a night.' }],
   }, { onprogress: (p) => progress.push(p) });
   assert.deepEqual(added.structuredContent.texts, ['memo/harbour-fees']);
+  // The server's last notification ("indexed 1 text", progress 1) goes out just before the
+  // response. The SDK's client hands notifications to their handler a microtask late but takes
+  // a response at once, dropping the request's progress handler: when both arrive in one read
+  // (a loaded machine), that last notification is never seen. So: the start is seen, and what
+  // is seen only grows, within the total.
   assert.ok(progress.length >= 1, 'no progress notification');
-  assert.ok(progress.every((p) => p.total === 1 && p.progress <= p.total));
-  assert.equal(progress.at(-1).progress, 1);
+  assert.equal(progress[0].progress, 0, JSON.stringify(progress));
+  assert.ok(progress.every((p, i) => p.total === 1 && p.progress <= p.total && (i === 0 || p.progress > progress[i - 1].progress)), JSON.stringify(progress));
   const hit = await call(client, 'query_documents', { query: 'harbour dues per gross tonne' });
   assert.equal(hit.structuredContent.results[0].doc_id, 'memo/harbour-fees');
   assert.equal(hit.structuredContent.results[0].file_path, null);
