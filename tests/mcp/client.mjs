@@ -30,10 +30,21 @@ export async function connectStdio(bin, args, { cwd, env } = {}) {
     await new Promise((done) => setTimeout(done, 100));
     throw new Error(`${e.message}; the server said:\n${stderr}`);
   }
+  // Every progress notification as it came off the wire, in order. The SDK's client hands a
+  // notification to its handler a microtask late (Protocol._onnotification) but takes a response
+  // at once and drops the request's progress handler (_onresponse): notifications that arrive
+  // in the same read as the response never reach `onprogress`. What the server sent is this.
+  const progress = [];
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if (message?.method === 'notifications/progress') progress.push(message.params);
+    deliver?.(message, extra);
+  };
   return {
     client,
     logs,
     transport,
+    progress,
     stderr: () => stderr,
     close: () => client.close(),
   };
