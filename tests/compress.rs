@@ -350,7 +350,7 @@ fn query_with_an_embedder_is_deterministic_and_reversible() {
     assert!(joined.contains("payment gateway"), "{joined}");
 }
 
-fn trace_of(out: &condense::compress::CompressOutput) -> Vec<(usize, String, String)> {
+fn trace_of(out: &condense::compress::CompressResult) -> Vec<(usize, String, String)> {
     out.trace
         .clone()
         .unwrap_or_default()

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use condense::compress::{
     compress, compress_json, message_text, uncompress, uncompress_json, CompressContext,
-    CompressOptions, Method, Summarizer, SummaryRequest, TokenCounter, TokenCounterKind,
+    CompressOptions, CompressMethod, Summarizer, SummaryRequest, TokenCounter, TokenCounterKind,
 };
 use condense::embed::Embedder;
 use condense::{Error, ErrorKind};
@@ -215,7 +215,7 @@ fn hierarchical_picks_the_shallowest_level_that_fits() {
         )
         .unwrap();
         let hier = CompressOptions {
-            method: Method::Hierarchical,
+            method: CompressMethod::Hierarchical,
             ..CompressOptions::default()
         };
         // Without a budget: the default pass.
@@ -260,7 +260,7 @@ fn hierarchical_levels_are_the_seeds_fractions() {
     ];
     let opts = CompressOptions {
         recency_window: 1,
-        method: Method::Hierarchical,
+        method: CompressMethod::Hierarchical,
         ..CompressOptions::default()
     };
     let before = compress(&messages, &opts, CompressContext::new())
@@ -308,7 +308,7 @@ fn abstractive_without_a_summarizer_is_extractive_with_a_warning() {
             CompressContext::new(),
         )
         .unwrap();
-        for method in [Method::Abstractive, Method::Hybrid] {
+        for method in [CompressMethod::Abstractive, CompressMethod::Hybrid] {
             let opts = CompressOptions {
                 method,
                 ..CompressOptions::default()
@@ -327,7 +327,7 @@ fn abstractive_without_a_summarizer_is_extractive_with_a_warning() {
 fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
     let mut accepted_total = 0;
     for (id, messages) in records() {
-        for method in [Method::Abstractive, Method::Hybrid] {
+        for method in [CompressMethod::Abstractive, CompressMethod::Hybrid] {
             for budget in [None, Some(0.3)] {
                 let opts = CompressOptions {
                     method,
@@ -371,7 +371,7 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                     used += usize::from(found);
                     match r.text.len() % 4 {
                         0 => assert!(found, "{id}: {answer}"),
-                        1 if method == Method::Abstractive => assert!(!found, "{id}"),
+                        1 if method == CompressMethod::Abstractive => assert!(!found, "{id}"),
                         2 => assert!(!found),
                         _ => {}
                     }
@@ -432,7 +432,7 @@ fn hybrid_gives_the_extract_and_abstractive_the_original() {
         .unwrap()
         .requests
     };
-    let (a, h) = (req(Method::Abstractive), req(Method::Hybrid));
+    let (a, h) = (req(CompressMethod::Abstractive), req(CompressMethod::Hybrid));
     assert!(!a.is_empty());
     assert_eq!(a.len(), h.len());
     for (a, h) in a.iter().zip(&h) {
@@ -441,7 +441,7 @@ fn hybrid_gives_the_extract_and_abstractive_the_original() {
         assert!(a.target_tokens < a.original_tokens);
         assert_eq!(a.original_tokens, condense::text::estimate_tokens(&a.text));
     }
-    assert!(req(Method::Extractive).is_empty());
+    assert!(req(CompressMethod::Extractive).is_empty());
 }
 
 proptest! {
@@ -466,7 +466,7 @@ proptest! {
             }
         }
         let opts = CompressOptions {
-            method: if hybrid { Method::Hybrid } else { Method::Abstractive },
+            method: if hybrid { CompressMethod::Hybrid } else { CompressMethod::Abstractive },
             target_ratio: ratio,
             ..CompressOptions::default()
         };

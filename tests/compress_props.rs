@@ -55,7 +55,7 @@ fn importance_only_keeps_more(input: Vec<Value>, threshold: f64) -> Result<(), T
         ..CompressOptions::default()
     };
     let scored = compress(&input, &opts, CompressContext::new()).unwrap();
-    let kept = |out: &condense::compress::CompressOutput| -> Vec<Value> {
+    let kept = |out: &condense::compress::CompressResult| -> Vec<Value> {
         out.messages
             .iter()
             .filter(|m| input.contains(m))

@@ -13,7 +13,7 @@
 
 use condense::compress::{
     compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
-    CompressOptions, PrepareOptions,
+    CompressOptions, PrepareContextOptions,
 };
 use condense::message::{validate_json, ValidateOptions};
 use condense::watermark::{apply_watermark_json, WatermarkOptions, WatermarkState};
@@ -157,10 +157,10 @@ fn prepare_context_in_wasm() {
     for budget in [0, 10, 100, 1000] {
         let out = prepare_context(
             &Value::Array(chunks.clone()),
-            &PrepareOptions {
+            &PrepareContextOptions {
                 query: Some("python code error".into()),
                 token_budget: Some(budget),
-                ..PrepareOptions::default()
+                ..PrepareContextOptions::default()
             },
             None,
         )
@@ -385,7 +385,7 @@ mod minilm {
 /// round trip exact.
 #[wasm_bindgen_test]
 fn compress_with_a_js_counter_and_summaries() {
-    use condense::compress::{compress_json, CompressContext, Method, TokenCounter};
+    use condense::compress::{compress_json, CompressContext, CompressMethod, TokenCounter};
     use wasm_bindgen::JsValue;
     struct Js(js_sys::Function);
     impl TokenCounter for Js {
@@ -406,7 +406,7 @@ fn compress_with_a_js_counter_and_summaries() {
             .map(|m| condense::compress::message_text(m).chars().count())
             .sum();
         let opts = CompressOptions {
-            method: Method::Abstractive,
+            method: CompressMethod::Abstractive,
             target_ratio: Some(0.3),
             ..CompressOptions::default()
         };

@@ -10,7 +10,7 @@
 
 use condense::compress::{
     compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
-    CompressOptions, PrepareOptions,
+    CompressOptions, PrepareContextOptions,
 };
 use condense::embed::Embedder;
 use condense::message::{validate_json, Format, RawDocument, ValidateOptions};
@@ -324,7 +324,7 @@ pub fn options(data: &[u8]) {
             typed("add", index.add(&docs, lexical(), &mut |_| {}));
         }
     }
-    if let Some(o) = typed("PrepareOptions", PrepareOptions::from_json(json)) {
+    if let Some(o) = typed("PrepareContextOptions", PrepareContextOptions::from_json(json)) {
         let chunks = serde_json::json!([
             "The parser reads tokens.",
             {"id": "b", "text": "A build error names the file and the line of the error."}

@@ -22,7 +22,7 @@ pub(crate) mod cli {
     use clap::{Parser, Subcommand, ValueEnum};
     use condense::compress::{
         compress_json, prepare_context, uncompress_json, CompressCache, CompressContext,
-        CompressOptions, PrepareOptions,
+        CompressOptions, PrepareContextOptions,
     };
     use condense::embed::Embedder;
     use condense::message::{validate_json, Format, ValidateOptions};
@@ -681,7 +681,7 @@ pub(crate) mod cli {
     ) -> Result<String, (Option<String>, Error)> {
         let (line, id) = read_line(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let options = PrepareOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
+        let options = PrepareContextOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
             .map_err(fail)?;
         let chunks = line
             .chunks

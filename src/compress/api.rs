@@ -11,7 +11,7 @@ use super::cache::CompressCache;
 use super::counter::TokenCounter;
 use super::method::Summarizer;
 use super::options::CompressOptions;
-use super::output::{CompressJsonOutput, CompressOutput, CompressStats, Decision, Out, Plan};
+use super::output::{CompressJsonResult, CompressResult, CompressStats, Decision, Out, Plan};
 use super::parse::parse_values;
 use super::run;
 use crate::embed::Embedder;
@@ -146,7 +146,7 @@ pub fn compress(
     messages: &[Value],
     options: &CompressOptions,
     ctx: CompressContext<'_>,
-) -> Result<CompressOutput, Error> {
+) -> Result<CompressResult, Error> {
     let plan = run::plan(None, messages, options, ctx)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
@@ -167,7 +167,7 @@ pub fn compress(
             originals.iter().map(|&i| messages[i].clone()).collect(),
         );
     }
-    Ok(CompressOutput {
+    Ok(CompressResult {
         messages: out,
         verbatim,
         stats: plan.stats,
@@ -187,7 +187,7 @@ pub fn compress_json(
     json: &str,
     options: &CompressOptions,
     ctx: CompressContext<'_>,
-) -> Result<CompressJsonOutput, Error> {
+) -> Result<CompressJsonResult, Error> {
     let doc = RawDocument::parse(json)?;
     let plan = plan_raws(&doc.messages, options, ctx)?;
     Ok(write(json, &doc, plan))
@@ -204,7 +204,7 @@ fn plan_raws(
 }
 
 /// The output text of a plan over `doc`.
-fn write(json: &str, doc: &RawDocument<'_>, plan: Plan) -> CompressJsonOutput {
+fn write(json: &str, doc: &RawDocument<'_>, plan: Plan) -> CompressJsonResult {
     let text = doc.write_messages(
         json.len(),
         plan.messages.iter().map(|p| match p {
@@ -228,7 +228,7 @@ fn write(json: &str, doc: &RawDocument<'_>, plan: Plan) -> CompressJsonOutput {
         verbatim.push(']');
     }
     verbatim.push('}');
-    CompressJsonOutput {
+    CompressJsonResult {
         json: text,
         verbatim,
         stats: plan.stats,
@@ -255,7 +255,7 @@ pub struct CompressParts {
     pub stats: CompressStats,
     /// Decisions, when asked for.
     pub trace: Option<Vec<Decision>>,
-    /// The summariser's requests (see [`CompressOutput::requests`]).
+    /// The summariser's requests (see [`CompressResult::requests`]).
     pub requests: Vec<super::method::SummaryRequest>,
 }
 
@@ -266,7 +266,7 @@ pub enum Compressed {
     /// A bare array's result as parts of its input.
     Parts(CompressParts),
     /// A request body's result, written.
-    Written(CompressJsonOutput),
+    Written(CompressJsonResult),
 }
 
 /// [`compress_json`] as parts when `json` is a bare array: the same output, for a host that

@@ -35,7 +35,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use super::counter::Tokens;
 use super::env::Env;
 use super::fate::Rung;
-use super::method::{Method, LEVELS};
+use super::method::{CompressMethod, LEVELS};
 use super::options::CompressOptions;
 use super::output::Plan;
 use super::parse::{message_text, tool_outputs};
@@ -114,7 +114,7 @@ fn choose(
     before: usize,
     budget: usize,
 ) -> (Shape, usize, Option<u8>) {
-    let hierarchical = env.options.method == Method::Hierarchical;
+    let hierarchical = env.options.method == CompressMethod::Hierarchical;
     let total = |s: &Shape| render::total(env, s);
     let first = total(&base);
     let rw = base.recency_window;

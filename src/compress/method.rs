@@ -20,7 +20,7 @@
 //!
 //! Because wasm is synchronous and a JS summariser is async, the protocol has two phases:
 //! 1. [`compress`](super::compress) runs the pipeline and returns (in
-//!    [`CompressOutput::requests`](super::CompressOutput::requests)) one [`SummaryRequest`] per text it summarised: an id (a hash of the original text), the
+//!    [`CompressResult::requests`](super::CompressResult::requests)) one [`SummaryRequest`] per text it summarised: an id (a hash of the original text), the
 //!    text to give the summariser, the deterministic summary's size as a target;
 //! 2. the caller obtains the summaries (in JS with a concurrency limit) and compresses with
 //!    `options.summaries = {id: text}`: the same pipeline, each supplied summary in place of
@@ -40,7 +40,7 @@ use crate::error::Error;
 /// `options.method`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Method {
+pub enum CompressMethod {
     /// Deterministic sentence selection (the default).
     #[default]
     Extractive,
@@ -52,19 +52,19 @@ pub enum Method {
     Hierarchical,
 }
 
-impl Method {
+impl CompressMethod {
     /// Whether the method asks a summariser.
     pub fn is_abstractive(self) -> bool {
-        matches!(self, Method::Abstractive | Method::Hybrid)
+        matches!(self, CompressMethod::Abstractive | CompressMethod::Hybrid)
     }
 
     /// The option's JSON name.
     pub fn as_str(self) -> &'static str {
         match self {
-            Method::Extractive => "extractive",
-            Method::Abstractive => "abstractive",
-            Method::Hybrid => "hybrid",
-            Method::Hierarchical => "hierarchical",
+            CompressMethod::Extractive => "extractive",
+            CompressMethod::Abstractive => "abstractive",
+            CompressMethod::Hybrid => "hybrid",
+            CompressMethod::Hierarchical => "hierarchical",
         }
     }
 }
@@ -137,7 +137,7 @@ pub(crate) fn request_id(original: &str) -> String {
 }
 
 /// The warning when an LLM-backed method has no summariser.
-pub(crate) fn no_summarizer_warning(method: Method) -> String {
+pub(crate) fn no_summarizer_warning(method: CompressMethod) -> String {
     format!(
         "method \"{}\" without a summarizer: the deterministic extractive summaries are used",
         method.as_str()
@@ -147,7 +147,7 @@ pub(crate) fn no_summarizer_warning(method: Method) -> String {
 /// The summariser's part of one message (`abstractive` / `hybrid`): the requests it records
 /// and the summaries it uses.
 pub(super) struct Abstractive<'o> {
-    method: Method,
+    method: CompressMethod,
     summaries: Option<&'o Summaries>,
     requests: Vec<SummaryRequest>,
     accepted: usize,
@@ -188,7 +188,7 @@ impl<'o> Abstractive<'o> {
         let original_tokens = tok.count(original);
         let given = self.summaries.map(|m| m.get(&id));
         self.requests.push(SummaryRequest {
-            text: if self.method == Method::Hybrid {
+            text: if self.method == CompressMethod::Hybrid {
                 body.to_string()
             } else {
                 original.to_string()

@@ -80,11 +80,11 @@ pub use cache::CompressCache;
 #[cfg(feature = "embed")]
 pub use counter::ModelCounter;
 pub use counter::{bad_count, Estimator, MaybeSendSync, TokenCounter, TokenCounterKind};
-pub use method::{Method, Summarizer, SummarizerStats, SummaryRequest};
+pub use method::{CompressMethod, Summarizer, SummarizerStats, SummaryRequest};
 pub use options::{CompressOptions, PREFIX_BLOCK};
-pub use output::{CompressJsonOutput, CompressOutput, CompressStats, Decision};
+pub use output::{CompressJsonResult, CompressResult, CompressStats, Decision};
 pub use parse::message_text;
-pub use prepare::{prepare_context, prepare_context_json, PrepareOptions, PrepareOutput};
+pub use prepare::{prepare_context, prepare_context_json, PrepareContextOptions, PrepareContextResult};
 pub use uncompress::{uncompress, uncompress_json};
 
 /// The confidence of a summary (`minConfidence`): the share of the original's distinct key

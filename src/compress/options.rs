@@ -4,7 +4,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::counter::TokenCounterKind;
-use super::method::{Method, Summaries};
+use super::method::{CompressMethod, Summaries};
 use crate::error::{read_json, read_value, Error, ErrorKind};
 use crate::message::Format;
 
@@ -90,7 +90,7 @@ pub struct CompressOptions {
     pub token_counter: TokenCounterKind,
     /// How texts are summarised: `extractive`, `abstractive`, `hybrid` or `hierarchical`
     /// (see [`super::method`]). Default `extractive`.
-    pub method: Method,
+    pub method: CompressMethod,
     /// Summaries from a summariser, by request id (phase 2 of the `abstractive` / `hybrid`
     /// protocol, see [`super::method`]): each used in place of the deterministic summary when
     /// non-empty and shorter than the original. Default none.
@@ -139,7 +139,7 @@ impl Default for CompressOptions {
             trace: false,
             format: None,
             token_counter: TokenCounterKind::Estimate,
-            method: Method::Extractive,
+            method: CompressMethod::Extractive,
             summaries: None,
             prefix_stable: false,
             cache_limit: super::cache::DEFAULT_CACHE_LIMIT,

@@ -96,7 +96,7 @@ pub struct Decision {
 
 /// The result of [`compress`](super::compress).
 #[derive(Clone, Debug, PartialEq)]
-pub struct CompressOutput {
+pub struct CompressResult {
     /// The compressed messages, in the input's shape.
     pub messages: Vec<Value>,
     /// The originals of every rewritten message, by the id in its marker.
@@ -112,7 +112,7 @@ pub struct CompressOutput {
 
 /// The result of [`compress_json`](super::compress_json): the same as JSON text.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CompressJsonOutput {
+pub struct CompressJsonResult {
     /// The compressed document (array or request body), untouched messages byte-identical.
     pub json: String,
     /// `{id: [original message JSON, …]}` as JSON text, originals byte-identical.
@@ -121,7 +121,7 @@ pub struct CompressJsonOutput {
     pub stats: CompressStats,
     /// Decisions, when asked for.
     pub trace: Option<Vec<Decision>>,
-    /// The summariser's requests (see [`CompressOutput::requests`]).
+    /// The summariser's requests (see [`CompressResult::requests`]).
     pub requests: Vec<SummaryRequest>,
 }
 

@@ -39,7 +39,7 @@ pub const MIN_SHARE: usize = 16;
 /// Options of `prepareContext`. JSON keys are camelCase; unknown keys are refused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct PrepareOptions {
+pub struct PrepareContextOptions {
     /// What the context is for: chunks relevant to it get larger shares. Default none (every
     /// chunk equally relevant).
     pub query: Option<String>,
@@ -49,9 +49,9 @@ pub struct PrepareOptions {
     pub separator: String,
 }
 
-impl Default for PrepareOptions {
+impl Default for PrepareContextOptions {
     fn default() -> Self {
-        PrepareOptions {
+        PrepareContextOptions {
             query: None,
             token_budget: None,
             separator: "\n\n".into(),
@@ -59,13 +59,13 @@ impl Default for PrepareOptions {
     }
 }
 
-impl PrepareOptions {
+impl PrepareContextOptions {
     /// Reads options from JSON text; errors name the field (`options.tokenBudget`).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidOptions`] for unknown keys, wrong types or a missing `tokenBudget`.
-    pub fn from_json(json: &str) -> Result<PrepareOptions, Error> {
-        let o: PrepareOptions = read_json(json, ErrorKind::InvalidOptions, "options")?;
+    pub fn from_json(json: &str) -> Result<PrepareContextOptions, Error> {
+        let o: PrepareContextOptions = read_json(json, ErrorKind::InvalidOptions, "options")?;
         o.check()?;
         Ok(o)
     }
@@ -74,9 +74,9 @@ impl PrepareOptions {
     ///
     /// # Errors
     /// As [`from_json`](Self::from_json).
-    pub fn from_value(value: &Value) -> Result<PrepareOptions, Error> {
-        let o: PrepareOptions = if value.is_null() {
-            PrepareOptions::default()
+    pub fn from_value(value: &Value) -> Result<PrepareContextOptions, Error> {
+        let o: PrepareContextOptions = if value.is_null() {
+            PrepareContextOptions::default()
         } else {
             read_value(value, ErrorKind::InvalidOptions, "options")?
         };
@@ -119,7 +119,7 @@ pub struct ChunkReport {
 /// Totals of a `prepareContext` call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PrepareStats {
+pub struct PrepareContextStats {
     /// Estimated tokens of all chunks joined by the separator.
     pub tokens_before: usize,
     /// Estimated tokens of the assembled text.
@@ -136,13 +136,13 @@ pub struct PrepareStats {
 
 /// The result of [`prepare_context`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PrepareOutput {
+pub struct PrepareContextResult {
     /// The assembled context.
     pub text: String,
     /// One report per input chunk, in input order.
     pub chunks: Vec<ChunkReport>,
     /// Totals.
-    pub stats: PrepareStats,
+    pub stats: PrepareContextStats,
 }
 
 struct Chunk {
@@ -205,7 +205,7 @@ fn read_chunks(chunks: &Value) -> Result<Vec<Chunk>, Error> {
 /// module docs). `chunks`: an array of strings or `{id?, text}` objects.
 ///
 /// ```
-/// use condense::compress::prepare::{prepare_context, PrepareOptions};
+/// use condense::compress::prepare::{prepare_context, PrepareContextOptions};
 /// let chunks = serde_json::json!([
 ///     {"id": "auth", "text": "Tokens are rotated every 24 hours by the auth_rotator job. \
 ///         The rotation window is configurable with ROTATE_HOURS. Old tokens stay valid for \
@@ -214,8 +214,8 @@ fn read_chunks(chunks: &Value) -> Result<Vec<Chunk>, Error> {
 ///         secondary ones grey. Hover states darken by ten percent. Focus rings are two \
 ///         pixels wide and always visible for keyboard users."}
 /// ]);
-/// let options = PrepareOptions { query: Some("token rotation".into()), token_budget: Some(60),
-///     ..PrepareOptions::default() };
+/// let options = PrepareContextOptions { query: Some("token rotation".into()), token_budget: Some(60),
+///     ..PrepareContextOptions::default() };
 /// let out = prepare_context(&chunks, &options, None)?;
 /// assert!(out.stats.fits && out.stats.tokens_after <= 60);
 /// assert!(out.chunks[0].relevance > out.chunks[1].relevance);
@@ -228,9 +228,9 @@ fn read_chunks(chunks: &Value) -> Result<Vec<Chunk>, Error> {
 /// [`ErrorKind::InvalidOptions`] without `tokenBudget`; an embedder failure is `internal`.
 pub fn prepare_context(
     chunks: &Value,
-    options: &PrepareOptions,
+    options: &PrepareContextOptions,
     embedder: Option<&Embedder>,
-) -> Result<PrepareOutput, Error> {
+) -> Result<PrepareContextResult, Error> {
     options.check()?;
     let budget = options.token_budget.unwrap_or(0);
     let chunks = read_chunks(chunks)?;
@@ -379,9 +379,9 @@ pub fn prepare_context(
 /// As [`prepare_context`]; invalid JSON is [`ErrorKind::InvalidJson`].
 pub fn prepare_context_json(
     json: &str,
-    options: &PrepareOptions,
+    options: &PrepareContextOptions,
     embedder: Option<&Embedder>,
-) -> Result<PrepareOutput, Error> {
+) -> Result<PrepareContextResult, Error> {
     let chunks: Value = read_json(json, ErrorKind::InvalidJson, "chunks")?;
     prepare_context(&chunks, options, embedder)
 }
@@ -391,9 +391,9 @@ fn finish(
     reports: Vec<ChunkReport>,
     budget: usize,
     tokens_before: usize,
-) -> PrepareOutput {
+) -> PrepareContextResult {
     let tokens_after = estimate_tokens(&text);
-    let stats = PrepareStats {
+    let stats = PrepareContextStats {
         tokens_before,
         tokens_after,
         budget,
@@ -401,7 +401,7 @@ fn finish(
         compressed: reports.iter().filter(|r| r.compressed).count(),
         dropped: reports.iter().filter(|r| r.dropped).count(),
     };
-    PrepareOutput {
+    PrepareContextResult {
         text,
         chunks: reports,
         stats,
@@ -530,11 +530,11 @@ mod tests {
         serde_json::json!({"id": id, "text": text})
     }
 
-    fn opts(q: Option<&str>, budget: usize) -> PrepareOptions {
-        PrepareOptions {
+    fn opts(q: Option<&str>, budget: usize) -> PrepareContextOptions {
+        PrepareContextOptions {
             query: q.map(str::to_string),
             token_budget: Some(budget),
-            ..PrepareOptions::default()
+            ..PrepareContextOptions::default()
         }
     }
 
@@ -602,9 +602,9 @@ mod tests {
         assert_eq!(e.path(), "chunks[0].text");
         let e = prepare_context(&serde_json::json!({}), &opts(None, 5), None).unwrap_err();
         assert_eq!(e.path(), "chunks");
-        let e = PrepareOptions::from_json(r#"{"query":"x"}"#).unwrap_err();
+        let e = PrepareContextOptions::from_json(r#"{"query":"x"}"#).unwrap_err();
         assert_eq!(e.path(), "options.tokenBudget");
-        let e = PrepareOptions::from_json(r#"{"tokenBudget":5,"nope":1}"#).unwrap_err();
+        let e = PrepareContextOptions::from_json(r#"{"tokenBudget":5,"nope":1}"#).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidOptions);
     }
 }

@@ -10,7 +10,7 @@ use super::retrieve::WasmEmbedder;
 use super::{js_error, optional_json, result_object, stringify, to_js, with_utf16_input};
 use crate::compress::{
     bad_count, compress_parts, prepare_context_json, uncompress_json, CompressCache,
-    CompressContext, CompressJsonOutput, CompressOptions, Compressed, PrepareOptions, TokenCounter,
+    CompressContext, CompressJsonResult, CompressOptions, Compressed, PrepareContextOptions, TokenCounter,
 };
 use crate::error::{Error, ErrorKind};
 
@@ -205,7 +205,7 @@ pub fn compress(
                 }
                 verbatim.push('}');
                 written_js(
-                    CompressJsonOutput {
+                    CompressJsonResult {
                         json: text,
                         verbatim,
                         stats: p.stats,
@@ -255,7 +255,7 @@ pub fn compress(
 }
 
 /// `{json, verbatim, stats, trace, requests, cache}` of a written result.
-fn written_js(out: CompressJsonOutput, cache: JsValue) -> Result<JsValue, JsValue> {
+fn written_js(out: CompressJsonResult, cache: JsValue) -> Result<JsValue, JsValue> {
     result_object(&[
         ("json", out.json.into()),
         ("verbatim", out.verbatim.into()),
@@ -273,10 +273,10 @@ fn trace_js(trace: &Option<Vec<crate::compress::Decision>>) -> Result<JsValue, J
     }
 }
 
-fn read_prepare_options(options: &JsValue) -> Result<PrepareOptions, JsValue> {
+fn read_prepare_options(options: &JsValue) -> Result<PrepareContextOptions, JsValue> {
     match optional_json(options, "options")? {
-        None => PrepareOptions::from_value(&serde_json::Value::Null).map_err(js_error),
-        Some(json) => PrepareOptions::from_json(&json).map_err(js_error),
+        None => PrepareContextOptions::from_value(&serde_json::Value::Null).map_err(js_error),
+        Some(json) => PrepareContextOptions::from_json(&json).map_err(js_error),
     }
 }
 

@@ -188,10 +188,10 @@ test('option and result keys in index.d.ts match the Rust structs', () => {
     ['src/retrieve/results.rs', 'SearchResult', 'SearchResult'],
     ['src/retrieve/results.rs', 'QueryResult', 'QueryResult'],
     ['src/retrieve/mod.rs', 'Chunk', 'Chunk'],
-    ['src/compress/prepare.rs', 'PrepareOptions', 'PrepareContextOptions'],
+    ['src/compress/prepare.rs', 'PrepareContextOptions', 'PrepareContextOptions'],
     ['src/compress/prepare.rs', 'ChunkReport', 'ChunkReport'],
-    ['src/compress/prepare.rs', 'PrepareStats', 'PrepareContextStats'],
-    ['src/compress/prepare.rs', 'PrepareOutput', 'PrepareContextResult'],
+    ['src/compress/prepare.rs', 'PrepareContextStats', 'PrepareContextStats'],
+    ['src/compress/prepare.rs', 'PrepareContextResult', 'PrepareContextResult'],
   ];
   // Keys that exist only on the JS side: the embedder object, the callbacks, the cache and its
   // key are passed to wasm as the compress export's own arguments.
