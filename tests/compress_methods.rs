@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use condense::compress::{
     compress, compress_json, message_text, uncompress, uncompress_json, CompressContext,
-    CompressOptions, CompressMethod, Summarizer, SummaryRequest, TokenCounter, TokenCounterKind,
+    CompressMethod, CompressOptions, Summarizer, SummaryRequest, TokenCounter, TokenCounterKind,
 };
 use condense::embed::Embedder;
 use condense::{Error, ErrorKind};
@@ -432,7 +432,10 @@ fn hybrid_gives_the_extract_and_abstractive_the_original() {
         .unwrap()
         .requests
     };
-    let (a, h) = (req(CompressMethod::Abstractive), req(CompressMethod::Hybrid));
+    let (a, h) = (
+        req(CompressMethod::Abstractive),
+        req(CompressMethod::Hybrid),
+    );
     assert!(!a.is_empty());
     assert_eq!(a.len(), h.len());
     for (a, h) in a.iter().zip(&h) {

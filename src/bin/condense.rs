@@ -681,8 +681,9 @@ pub(crate) mod cli {
     ) -> Result<String, (Option<String>, Error)> {
         let (line, id) = read_line(text)?;
         let fail = |e: Error| (Some(id.clone()), e);
-        let options = PrepareContextOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
-            .map_err(fail)?;
+        let options =
+            PrepareContextOptions::from_value(&merged(defaults, line.options).map_err(fail)?)
+                .map_err(fail)?;
         let chunks = line
             .chunks
             .ok_or_else(|| fail(Error::new(ErrorKind::InvalidInput, "chunks", "missing")))?;

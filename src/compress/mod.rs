@@ -84,7 +84,9 @@ pub use method::{CompressMethod, Summarizer, SummarizerStats, SummaryRequest};
 pub use options::{CompressOptions, PREFIX_BLOCK};
 pub use output::{CompressJsonResult, CompressResult, CompressStats, Decision};
 pub use parse::message_text;
-pub use prepare::{prepare_context, prepare_context_json, PrepareContextOptions, PrepareContextResult};
+pub use prepare::{
+    prepare_context, prepare_context_json, PrepareContextOptions, PrepareContextResult,
+};
 pub use uncompress::{uncompress, uncompress_json};
 
 /// The confidence of a summary (`minConfidence`): the share of the original's distinct key

@@ -10,7 +10,8 @@ use super::retrieve::WasmEmbedder;
 use super::{js_error, optional_json, result_object, stringify, to_js, with_utf16_input};
 use crate::compress::{
     bad_count, compress_parts, prepare_context_json, uncompress_json, CompressCache,
-    CompressContext, CompressJsonResult, CompressOptions, Compressed, PrepareContextOptions, TokenCounter,
+    CompressContext, CompressJsonResult, CompressOptions, Compressed, PrepareContextOptions,
+    TokenCounter,
 };
 use crate::error::{Error, ErrorKind};
 
