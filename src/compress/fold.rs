@@ -104,33 +104,8 @@ pub(super) fn candidates(
 /// readable.
 pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String {
     let label = format!("{count} messages folded");
-    let sep = if candidates
-        .iter()
-        .any(|k| k.chars().any(char::is_whitespace))
-    {
-        ", "
-    } else {
-        " "
-    };
-    // The greedy list within `room` characters, and the characters it uses.
-    let list = |room: usize| {
-        let mut out = String::new();
-        let mut used = 0;
-        let mut appended = keys::AppendedTokens::default();
-        for k in candidates {
-            let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
-            if used + len > room || appended.contains(k) {
-                continue;
-            }
-            if !out.is_empty() {
-                out.push_str(sep);
-            }
-            out.push_str(k);
-            appended.add(k);
-            used += len;
-        }
-        (out, used)
-    };
+    let sep = separator(candidates);
+    let list = |room: usize| greedy_list(candidates, sep, room);
     let (alone, used) = list(budget);
     if alone.is_empty() {
         return if label.len() <= budget {
@@ -147,6 +122,39 @@ pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String
     } else {
         alone
     }
+}
+
+/// `", "` when a candidate has white space in it, else `" "` (see [`body`]).
+fn separator(candidates: &[String]) -> &'static str {
+    if candidates
+        .iter()
+        .any(|k| k.chars().any(char::is_whitespace))
+    {
+        ", "
+    } else {
+        " "
+    }
+}
+
+/// The candidates that fit in `room` characters, in order, each skipped when it does not fit or
+/// an appended one already holds it as a token; and the characters the list uses.
+fn greedy_list(candidates: &[String], sep: &str, room: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut used = 0;
+    let mut appended = keys::AppendedTokens::default();
+    for k in candidates {
+        let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
+        if used + len > room || appended.contains(k) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(sep);
+        }
+        out.push_str(k);
+        appended.add(k);
+        used += len;
+    }
+    (out, used)
 }
 
 /// The fold's marker text (no colon after the id, unlike other summaries: under the tightest
@@ -167,34 +175,9 @@ mod tests {
     /// `body` as first written: both lists made, the label kept when they are equal.
     fn body_reference(count: usize, candidates: &[String], budget: usize) -> String {
         let label = format!("{count} messages folded");
-        let sep = if candidates
-            .iter()
-            .any(|k| k.chars().any(char::is_whitespace))
-        {
-            ", "
-        } else {
-            " "
-        };
-        let list = |room: usize| {
-            let mut out = String::new();
-            let mut used = 0;
-            let mut appended = keys::AppendedTokens::default();
-            for k in candidates {
-                let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
-                if used + len > room || appended.contains(k) {
-                    continue;
-                }
-                if !out.is_empty() {
-                    out.push_str(sep);
-                }
-                out.push_str(k);
-                appended.add(k);
-                used += len;
-            }
-            out
-        };
-        let with_label = list(budget.saturating_sub(label.len() + 3));
-        let alone = list(budget);
+        let sep = separator(candidates);
+        let with_label = greedy_list(candidates, sep, budget.saturating_sub(label.len() + 3)).0;
+        let alone = greedy_list(candidates, sep, budget).0;
         if alone.is_empty() {
             if label.len() <= budget {
                 label
