@@ -30,6 +30,8 @@
 //! budget aims 1/32 under the stated budget (nothing under 32 tokens), so that what it says
 //! fits does. `stats.budget` and `stats.fits` are against the stated budget.
 
+use std::cell::RefCell;
+
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::counter::Tokens;
@@ -40,21 +42,30 @@ use super::options::CompressOptions;
 use super::output::Plan;
 use super::parse::{message_text, tool_outputs};
 use super::render::{self, Shape};
+use super::search;
 use super::values;
+use crate::text::hash::FastMap;
 
 /// The smallest fill share the budget tries before truncating.
 const MIN_RATIO: f64 = 0.004;
 /// With the default estimator the budget aims at `budget - budget / ESTIMATE_RESERVE`.
 const ESTIMATE_RESERVE: usize = 32;
-/// Bisection steps over the ladder of shares (log space: about 2% apart).
-const SEARCH_STEPS: u32 = 8;
-/// The ladder: `LADDER + 1` shares from [`MIN_RATIO`] to 1, evenly spaced in log space.
-const LADDER: u32 = 1 << SEARCH_STEPS;
+/// The ladder: `LADDER + 1` shares from [`MIN_RATIO`] to 1, evenly spaced in log space (about
+/// 2% apart).
+const LADDER: usize = 256;
+/// The positions a share search runs over: the last one (a share of 1) is never tried.
+const SHARES: (usize, usize) = (0, LADDER);
+/// A first guess of a folded summary's tokens per character listed.
+const CHAR_TOKENS: f64 = 0.25;
 
-/// The fill rung at ladder position `j` (0: [`MIN_RATIO`], [`LADDER`]: 1).
-fn rung(j: u32) -> Rung {
-    let x = MIN_RATIO.ln() * (1.0 - f64::from(j) / f64::from(LADDER));
-    Rung::fill(x.exp())
+/// The fill share at ladder position `j` (0: [`MIN_RATIO`], [`LADDER`]: 1).
+fn share(j: usize) -> f64 {
+    (MIN_RATIO.ln() * (1.0 - j as f64 / LADDER as f64)).exp()
+}
+
+/// The fill rung at ladder position `j`.
+fn rung(j: usize) -> Rung {
+    Rung::fill(share(j))
 }
 
 /// The budget in tokens: `tokenBudget`, else `targetRatio` × the tokens before.
@@ -115,7 +126,17 @@ fn choose(
     budget: usize,
 ) -> (Shape, usize, Option<u8>) {
     let hierarchical = env.options.method == CompressMethod::Hierarchical;
-    let total = |s: &Shape| render::total(env, s);
+    // Stages can meet in one plan (a fold stage that needs no fold is the stage before it):
+    // each plan is measured once.
+    let sizes: RefCell<FastMap<Shape, usize>> = RefCell::default();
+    let total = |s: &Shape| {
+        if let Some(&t) = sizes.borrow().get(s) {
+            return t;
+        }
+        let t = render::total(env, s);
+        sizes.borrow_mut().insert(*s, t);
+        t
+    };
     let first = total(&base);
     let rw = base.recency_window;
     let at = |recency_window: usize, condense_calls: bool, fold: usize, rung: Rung| Shape {
@@ -146,23 +167,18 @@ fn choose(
                 }
             }
         } else if before > budget {
-            let (mut lo, mut hi) = (0u32, LADDER);
-            for _ in 0..SEARCH_STEPS {
-                let mid = (lo + hi) / 2;
+            // The smallest share is not measured: the default pass's size stands in for it.
+            search::largest_fitting(SHARES, first, budget, share, before as f64, |j| {
                 let s = Shape {
                     importance: true,
-                    ..at(rw, false, 0, rung(mid))
+                    ..at(rw, false, 0, rung(j))
                 };
                 let t = total(&s);
-                if t <= budget {
-                    lo = mid;
-                    if t > best.1 {
-                        best = (s, t, None);
-                    }
-                } else {
-                    hi = mid;
+                if t <= budget && t > best.1 {
+                    best = (s, t, None);
                 }
-            }
+                t
+            });
         }
         return (best.0, 0, best.2);
     }
@@ -184,18 +200,24 @@ fn choose(
         rung(0)
     };
     let tool_values = ToolValues::new(env);
+    if tool_values.is_some() {
+        // Each stage's plan is scanned for the values it keeps: keep what measuring renders.
+        env.keep_forms();
+    }
     let mut candidates: Vec<(f64, Shape, usize, Option<u8>)> = Vec::new();
     for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
         let stage = stage + 1;
         // The fewest folded messages that let the smallest share fit.
         let mut fold = 0;
         let mut best = at(recency_window, condense_calls, 0, min_rung);
-        if total(&best) > budget {
+        let mut best_total = total(&best);
+        if best_total > budget {
             if !may_fold {
                 continue;
             }
             let most = at(recency_window, condense_calls, n, min_rung);
-            if total(&most) > budget {
+            best_total = total(&most);
+            if best_total > budget {
                 continue;
             }
             best = most;
@@ -203,9 +225,11 @@ fn choose(
             while lo + 1 < hi {
                 let mid = lo + (hi - lo) / 2;
                 let s = at(recency_window, condense_calls, mid, min_rung);
-                if total(&s) <= budget {
+                let t = total(&s);
+                if t <= budget {
                     hi = mid;
                     best = s;
+                    best_total = t;
                 } else {
                     lo = mid;
                 }
@@ -227,38 +251,43 @@ fn choose(
         }
         // The largest share that fits: bisection over the ladder (fitting is close to
         // monotone in the share; only fitting plans are kept).
-        let (mut lo, mut hi) = (0u32, LADDER);
-        for _ in 0..SEARCH_STEPS {
-            let mid = (lo + hi) / 2;
-            let s = at(recency_window, condense_calls, fold, rung(mid));
-            if total(&s) <= budget {
-                lo = mid;
+        // `best` is at the smallest share here, which fits.
+        search::largest_fitting(SHARES, best_total, budget, share, before as f64, |j| {
+            let s = at(recency_window, condense_calls, fold, rung(j));
+            let t = total(&s);
+            if t <= budget {
                 best = s;
-            } else {
-                hi = mid;
+                best_total = t;
             }
-        }
+            t
+        });
         if fold > 0 {
             // What the newer messages leave goes to the folded summary's values and keys.
-            let mut best_total = total(&best);
-            let (mut lo, mut hi) = (0, budget * 8 + 1);
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let s = Shape {
-                    fold_chars: Some(mid),
-                    ..best
-                };
-                let t = total(&s);
-                if t <= budget {
-                    lo = mid;
-                    if t >= best_total {
+            let floor = best;
+            let none = total(&Shape {
+                fold_chars: Some(0),
+                ..floor
+            });
+            let cap = render::fold_chars_cap(env, &floor);
+            search::largest_fitting(
+                (0, (budget * 8).min(cap) + 1),
+                none,
+                budget,
+                |c| c as f64,
+                CHAR_TOKENS,
+                |c| {
+                    let s = Shape {
+                        fold_chars: Some(c),
+                        ..floor
+                    };
+                    let t = total(&s);
+                    if t <= budget && t >= best_total {
                         best = s;
                         best_total = t;
                     }
-                } else {
-                    hi = mid;
-                }
-            }
+                    t
+                },
+            );
         }
         let Some(tv) = &tool_values else {
             return (best, stage, None);
@@ -355,21 +384,20 @@ fn fold_all(env: &Env<'_, '_>, deepest: Shape, budget: usize) -> Option<Shape> {
         fold_chars: Some(chars),
         ..deepest
     };
-    if render::total(env, &with(0)) > budget {
+    let none = render::total(env, &with(0));
+    if none > budget {
         return None;
     }
-    let mut best = with(0);
-    let (mut lo, mut hi) = (0, budget * 8 + 1);
-    while lo + 1 < hi {
-        let mid = lo + (hi - lo) / 2;
-        if render::total(env, &with(mid)) <= budget {
-            lo = mid;
-            best = with(mid);
-        } else {
-            hi = mid;
-        }
-    }
-    Some(best)
+    let cap = render::fold_chars_cap(env, &with(0));
+    let chars = search::largest_fitting(
+        (0, (budget * 8).min(cap) + 1),
+        none,
+        budget,
+        |c| c as f64,
+        CHAR_TOKENS,
+        |c| render::total(env, &with(c)),
+    );
+    Some(with(chars))
 }
 
 /// The values of the conversation's tool outputs (see `values.rs`), each weighted by its

@@ -11,6 +11,7 @@ use super::counter::Tokens;
 use super::fate::Known;
 use super::fold;
 use super::ids;
+use super::json;
 use super::options::CompressOptions;
 use super::parse::{message_text, message_text_ref, Parsed, Units};
 use super::render::{FormKey, MsgOut};
@@ -18,7 +19,17 @@ use super::summarize::{Prepared, Query};
 use crate::text::hash::{FastMap, FastSet};
 
 /// What a fold lists, most needed first, and the folded characters.
-pub(super) type FoldList = (Vec<String>, usize);
+pub(super) type FoldList = fold::Listed;
+
+/// A compact JSON rendering and its characters.
+pub(super) type Compact = (String, usize);
+
+/// [`Env::json_compact`]'s memo: by unit and `preserve_numbers`; `None` where the rendering
+/// depends on the level.
+type CompactMemo = FastMap<(usize, bool), Option<Rc<Compact>>>;
+
+/// The longest conversation whose measured forms are all kept ([`Env::keep_forms`]).
+const KEEP_FORMS_UP_TO: usize = 4096;
 
 /// One call's context (see the module docs).
 pub(super) struct Env<'a, 'v> {
@@ -31,6 +42,8 @@ pub(super) struct Env<'a, 'v> {
     /// Whether the call plans more than once (a budget): then what a plan computes per unit
     /// and per message is kept for the next.
     pub memoise: bool,
+    /// Whether measuring a form keeps its rendering too (see [`Env::keep_forms`]).
+    pub(super) keep_forms: std::cell::Cell<bool>,
     prepared: Vec<OnceCell<Rc<Prepared<'v>>>>,
     ids: RefCell<FastMap<(usize, usize), String>>,
     relevance: OnceCell<Vec<f64>>,
@@ -42,6 +55,9 @@ pub(super) struct Env<'a, 'v> {
     pub(super) message_tokens: RefCell<FastMap<(usize, FormKey), usize>>,
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
     folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
+    /// Compact renderings of JSON tool outputs by unit and `preserve_numbers`, with their
+    /// characters (`None`: the rendering depends on the level).
+    compact: RefCell<CompactMemo>,
 }
 
 impl<'a, 'v> Env<'a, 'v> {
@@ -62,6 +78,7 @@ impl<'a, 'v> Env<'a, 'v> {
             terms,
             tok,
             memoise,
+            keep_forms: std::cell::Cell::new(false),
             prepared: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
             ids: RefCell::default(),
             relevance: OnceCell::new(),
@@ -69,7 +86,52 @@ impl<'a, 'v> Env<'a, 'v> {
             message_tokens: RefCell::default(),
             knowns: RefCell::default(),
             folds: RefCell::default(),
+            compact: RefCell::default(),
         }
+    }
+
+    /// From now on, measuring a message's form keeps its rendering, not only its tokens: for a
+    /// budget that scans its candidate plans' texts (tool-output values), in a conversation
+    /// short enough that every form it tries may be kept.
+    pub(super) fn keep_forms(&self) {
+        self.keep_forms
+            .set(self.memoise && self.parsed.len() <= KEEP_FORMS_UP_TO);
+    }
+
+    /// The compact rendering of unit `u`'s JSON (`json_compact`, lossy about long strings) at
+    /// `level`, with its characters: computed once per unit when no long string makes it
+    /// depend on the level.
+    pub(super) fn json_compact(
+        &self,
+        u: usize,
+        value: &serde_json::Value,
+        level: super::summarize::Level,
+        preserve_numbers: bool,
+    ) -> Rc<Compact> {
+        let make = || {
+            let msg = self.units.all[u].msg;
+            let text = json::json_compact(
+                value,
+                level,
+                &self.classes.seen,
+                msg,
+                preserve_numbers,
+                false,
+            );
+            let chars = crate::text::count_chars(&text);
+            Rc::new((text, chars))
+        };
+        if !self.memoise {
+            return make();
+        }
+        let key = (u, preserve_numbers);
+        if let Some(known) = self.compact.borrow().get(&key) {
+            return known.clone().unwrap_or_else(make);
+        }
+        let out = make();
+        let keep = json::level_free(value).then(|| Rc::clone(&out));
+        self.compact.borrow_mut().insert(key, keep);
+        out
     }
 
     /// Unit `u`'s sentences scored and ordered (kept for the call's later plans).

@@ -319,12 +319,11 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
     if unit.kind == UnitKind::ToolOutput {
         if let Some(j) = info.json {
             let v = &env.classes.json[j];
-            let seen = &env.classes.seen;
             // Every number when the whole rendering fits the share; else the default rendering
             // (long numeric arrays summarised) with the key tokens it left out, in the share.
-            let all = summarize::json_compact(v, level, seen, unit.msg, true, false);
-            if all.chars().count() <= budget {
-                return summarized(all);
+            let all = env.json_compact(u, v, level, true);
+            if all.1 <= budget {
+                return summarized(all.0.clone());
             }
             // The values under fields the query names first, then the key tokens.
             let mut candidates: Vec<String> = values::named_by_query(v, terms)
@@ -332,10 +331,9 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
                 .filter(|k| !known.set.contains(k))
                 .collect();
             extend_unique(&mut candidates, known.fill_keys(t, terms));
-            let compact =
-                summarize::json_compact(v, level, seen, unit.msg, options.preserve_numbers, false);
-            if compact.chars().count() <= budget {
-                return summarized(summarize::fill(compact, &candidates, budget));
+            let compact = env.json_compact(u, v, level, options.preserve_numbers);
+            if compact.1 <= budget {
+                return summarized(summarize::fill(compact.0.clone(), &candidates, budget));
             }
             let share = summarize::sentence_share(&candidates, budget);
             let body = summarize::json(v, Level::exact(share), info.chars, terms);

@@ -55,6 +55,30 @@ pub(super) fn range(parsed: &Parsed<'_>, options: &CompressOptions, want: usize)
     start..best
 }
 
+/// What a fold lists, most needed first, with what the folded summary's key list needs to be
+/// made again in any room.
+pub(super) struct Listed {
+    /// The candidates, most needed first.
+    pub keys: Vec<String>,
+    /// The folded messages' characters.
+    pub chars: usize,
+    /// For each candidate, the earlier ones that hold it as a token ([`keys::token_holders`]).
+    holders: Vec<Vec<u32>>,
+    /// The list's separator ([`separator`]).
+    sep: &'static str,
+}
+
+impl Listed {
+    pub(super) fn new(keys: Vec<String>, chars: usize) -> Listed {
+        Listed {
+            holders: keys::token_holders(&keys),
+            sep: separator(&keys),
+            keys,
+            chars,
+        }
+    }
+}
+
 /// What a fold of `range` lists, most needed first: the values of the folded tool outputs,
 /// newest first, then the key tokens of every folded message — newest first or, under a query,
 /// the most relevant message first (newest first among equals). Key tokens kept verbatim
@@ -65,7 +89,7 @@ pub(super) fn candidates(
     terms: &Query,
     known: &Known,
     relevance: Option<&[f64]>,
-) -> (Vec<String>, usize) {
+) -> Listed {
     let values_of = parsed.values;
     let mut chars = 0;
     let mut out: Vec<String> = Vec::new();
@@ -93,7 +117,7 @@ pub(super) fn candidates(
             }
         }
     }
-    (out, chars)
+    Listed::new(out, chars)
 }
 
 /// The body of a folded summary within `budget` characters: `N messages folded | a b c`, the
@@ -102,10 +126,9 @@ pub(super) fn candidates(
 /// costs a token of its own, and under the tightest budgets that token is a value), or by `, `
 /// when a candidate has white space in it (`94016, San Francisco`), so the list stays
 /// readable.
-pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String {
+pub(super) fn body(count: usize, listed: &Listed, budget: usize) -> String {
     let label = format!("{count} messages folded");
-    let sep = separator(candidates);
-    let list = |room: usize| greedy_list(candidates, sep, room);
+    let list = |room: usize| greedy_list(listed, room);
     let (alone, used) = list(budget);
     if alone.is_empty() {
         return if label.len() <= budget {
@@ -124,6 +147,14 @@ pub(super) fn body(count: usize, candidates: &[String], budget: usize) -> String
     }
 }
 
+/// The length in characters of the longest body [`body`] makes of `candidates`: every one of
+/// them listed beside the label. Any budget at least this long gives the same body.
+pub(super) fn longest_body(count: usize, candidates: &[String]) -> usize {
+    let sep = separator(candidates).len();
+    let listed: usize = candidates.iter().map(|k| k.chars().count() + sep).sum();
+    format!("{count} messages folded | ").len() + listed.saturating_sub(sep)
+}
+
 /// `", "` when a candidate has white space in it, else `" "` (see [`body`]).
 fn separator(candidates: &[String]) -> &'static str {
     if candidates
@@ -138,20 +169,24 @@ fn separator(candidates: &[String]) -> &'static str {
 
 /// The candidates that fit in `room` characters, in order, each skipped when it does not fit or
 /// an appended one already holds it as a token; and the characters the list uses.
-fn greedy_list(candidates: &[String], sep: &str, room: usize) -> (String, usize) {
+fn greedy_list(listed: &Listed, room: usize) -> (String, usize) {
+    let sep = listed.sep;
     let mut out = String::new();
     let mut used = 0;
-    let mut appended = keys::AppendedTokens::default();
-    for k in candidates {
+    let mut appended = vec![false; listed.keys.len()];
+    for (i, k) in listed.keys.iter().enumerate() {
+        if used + sep.len() > room && !out.is_empty() {
+            break;
+        }
         let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
-        if used + len > room || appended.contains(k) {
+        if used + len > room || listed.holders[i].iter().any(|&j| appended[j as usize]) {
             continue;
         }
         if !out.is_empty() {
             out.push_str(sep);
         }
         out.push_str(k);
-        appended.add(k);
+        appended[i] = true;
         used += len;
     }
     (out, used)
@@ -172,12 +207,32 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `body` as first written: both lists made, the label kept when they are equal.
+    /// The key list as first written: each appended key split into its tokens as it goes.
+    fn greedy_reference(candidates: &[String], sep: &str, room: usize) -> String {
+        let mut out = String::new();
+        let mut used = 0;
+        let mut appended = keys::AppendedTokens::default();
+        for k in candidates {
+            let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
+            if used + len > room || appended.contains(k) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(sep);
+            }
+            out.push_str(k);
+            appended.add(k);
+            used += len;
+        }
+        out
+    }
+
+    /// `body` as first written: both lists made as they go, the label kept when they are equal.
     fn body_reference(count: usize, candidates: &[String], budget: usize) -> String {
         let label = format!("{count} messages folded");
         let sep = separator(candidates);
-        let with_label = greedy_list(candidates, sep, budget.saturating_sub(label.len() + 3)).0;
-        let alone = greedy_list(candidates, sep, budget).0;
+        let with_label = greedy_reference(candidates, sep, budget.saturating_sub(label.len() + 3));
+        let alone = greedy_reference(candidates, sep, budget);
         if alone.is_empty() {
             if label.len() <= budget {
                 label
@@ -192,15 +247,33 @@ mod tests {
     }
 
     proptest! {
-        /// Making the labelled list only when the full one does not fit beside the label
-        /// changes nothing.
+        /// Making the labelled list only when the full one does not fit beside the label, and
+        /// deciding each key by its holders, change nothing.
         #[test]
         fn body_is_the_two_list_greedy(
             count in 1usize..2000,
-            candidates in prop::collection::vec("[a-z0-9_./-]{1,12}( [A-Z][a-z]{1,6})?", 0..24),
+            candidates in prop::collection::vec("[a-z0-9_./-]{1,12}( [A-Z][a-z]{1,6})?|[a-z]{1,3}|[a-z0-9_./ -]{40,60}", 0..24),
             budget in 0usize..160,
         ) {
-            prop_assert_eq!(body(count, &candidates, budget), body_reference(count, &candidates, budget));
+            let mut seen = std::collections::HashSet::new();
+            let candidates: Vec<String> = candidates.into_iter().filter(|k| seen.insert(k.clone())).collect();
+            let listed = Listed::new(candidates.clone(), 0);
+            prop_assert_eq!(body(count, &listed, budget), body_reference(count, &candidates, budget));
+        }
+
+        /// Past [`longest_body`] a larger budget changes nothing, and the longest body is that
+        /// long.
+        #[test]
+        fn longest_body_is_the_cap(
+            count in 1usize..2000,
+            candidates in prop::collection::vec("[a-z0-9_./-]{1,12}( [A-Z][a-z]{1,6})?", 1..24),
+            more in 0usize..400,
+        ) {
+            let listed = Listed::new(candidates.clone(), 0);
+            let cap = longest_body(count, &candidates);
+            let at_cap = body(count, &listed, cap);
+            prop_assert_eq!(&body(count, &listed, cap + more), &at_cap);
+            prop_assert!(at_cap.chars().count() <= cap);
         }
     }
 }

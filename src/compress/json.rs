@@ -82,6 +82,20 @@ pub(crate) fn json_compact(
     out
 }
 
+/// Whether [`json_compact`] of `value` is the same at every level: no string in it is long
+/// enough to be summarised (only long strings read the level).
+pub(crate) fn level_free(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.len() <= LONG_STRING || s.chars().count() <= LONG_STRING,
+        Value::Array(items) => items.iter().all(level_free),
+        Value::Object(map) => map.values().all(level_free),
+        _ => true,
+    }
+}
+
+/// Strings of more characters than this are summarised by [`json_compact`] (unless kept).
+const LONG_STRING: usize = 200;
+
 /// Large values (arrays of 8+ items, strings of 200+ characters) of the conversation's JSON
 /// tool outputs, by hash, with the newest message holding each: an older copy is rendered as a
 /// reference to it.
@@ -241,7 +255,7 @@ fn simple(s: &str) -> bool {
 fn render_str(s: &str, ctx: &Ctx<'_>, out: &mut String) {
     if simple(s) {
         out.push_str(s);
-    } else if !ctx.keep_strings && s.chars().count() > 200 {
+    } else if !ctx.keep_strings && s.chars().count() > LONG_STRING {
         let level = Level {
             max_keys: 64,
             ..ctx.level

@@ -69,6 +69,7 @@ mod quotes;
 mod relevance;
 mod render;
 mod run;
+mod search;
 mod summarize;
 mod uncompress;
 mod values;

@@ -22,7 +22,7 @@ use super::{fold, summarize};
 use crate::message::Format;
 
 /// How hard a plan compresses: the budget's knobs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Shape {
     /// How compressible texts are summarised.
     pub rung: Rung,
@@ -207,7 +207,7 @@ pub(super) fn message(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions)
 /// The tokens of message `m` in the form `shape` gives it: [`message`]'s `tokens`, remembering
 /// only the count (see [`Env::message_tokens`]).
 fn message_tokens(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> usize {
-    if !env.memoise {
+    if !env.memoise || env.keep_forms.get() {
         return message(env, m, shape, d).tokens;
     }
     let key = form_key(m, shape, d);
@@ -553,12 +553,11 @@ pub(super) fn fold_out(env: &Env<'_, '_>, shape: &Shape, d: &Decisions) -> Optio
         return None;
     }
     let listed = env.fold_candidates(range.clone(), (d.known_id, &d.known));
-    let (candidates, chars) = (&listed.0, listed.1);
     let budget = shape
         .fold_chars
-        .unwrap_or_else(|| shape.rung.level().budget(chars));
+        .unwrap_or_else(|| shape.rung.level().budget(listed.chars));
     let id = env.range_id(range.clone());
-    let body = fold::body(range.len(), candidates, budget);
+    let body = fold::body(range.len(), &listed, budget);
     let text = fold::marker(&id, &body);
     let tokens = env.tok.count(&text);
     let before: usize = env.parsed.counts[range].iter().sum();
@@ -568,6 +567,18 @@ pub(super) fn fold_out(env: &Env<'_, '_>, shape: &Shape, d: &Decisions) -> Optio
         tokens,
         rejected: tokens >= before,
     })
+}
+
+/// The most characters the folded summary of `shape` can use: with more, `fold_chars` changes
+/// nothing (0 when `shape` folds nothing).
+pub(super) fn fold_chars_cap(env: &Env<'_, '_>, shape: &Shape) -> usize {
+    let d = decide(env, shape);
+    let range = d.pres.fold.clone();
+    if range.is_empty() {
+        return 0;
+    }
+    let listed = env.fold_candidates(range.clone(), (d.known_id, &d.known));
+    fold::longest_body(range.len(), &listed.keys)
 }
 
 /// The tokens of the plan `shape` makes (an upper bound where runs are merged).

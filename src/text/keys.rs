@@ -620,26 +620,70 @@ impl<'a> AppendedTokens<'a> {
             self.long.push(key);
             return;
         }
-        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-        let b = key.as_bytes();
-        for s in (0..b.len()).filter(|&s| key.is_char_boundary(s)) {
-            // contains_token's left edge: the key starts with a non-word byte, or the byte
-            // before it is not a word byte.
-            if word(b[s]) && s > 0 && word(b[s - 1]) {
-                continue;
-            }
-            for e in (s + 1..=b.len()).filter(|&e| key.is_char_boundary(e)) {
-                if !word(b[e - 1]) || e == b.len() || !word(b[e]) {
-                    self.set.insert(&key[s..e]);
-                }
-            }
-        }
+        self.set.extend(token_substrings(key));
     }
 
     /// Whether an appended key holds `key` as a whole token.
     pub fn contains(&self, key: &str) -> bool {
         self.set.contains(key) || self.long.iter().any(|a| contains_token(a, key))
     }
+}
+
+/// Every substring of `key` that [`contains_token`] could find in it: those that start and end
+/// at a token edge of `key`.
+fn token_substrings(key: &str) -> impl Iterator<Item = &str> {
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let b = key.as_bytes();
+    (0..b.len())
+        .filter(move |&s| key.is_char_boundary(s))
+        // contains_token's left edge: the key starts with a non-word byte, or the byte before it
+        // is not a word byte.
+        .filter(move |&s| !(word(b[s]) && s > 0 && word(b[s - 1])))
+        .flat_map(move |s| {
+            (s + 1..=b.len())
+                .filter(move |&e| key.is_char_boundary(e))
+                .filter(move |&e| !word(b[e - 1]) || e == b.len() || !word(b[e]))
+                .map(move |e| &key[s..e])
+        })
+}
+
+/// For each key of a list, the earlier keys that hold it as a whole token (what
+/// [`AppendedTokens::contains`] would find had they been appended), once for the list: a key
+/// list made again and again within different room (the budget's folded summary) then decides
+/// each key by looking at a few flags instead of splitting every appended key.
+pub fn token_holders<S: AsRef<str>>(keys: &[S]) -> Vec<Vec<u32>> {
+    let mut by_token: crate::text::hash::FastMap<&str, Vec<u32>> = Default::default();
+    let mut long: Vec<(u32, &str)> = Vec::new();
+    for (j, key) in keys.iter().enumerate() {
+        let (j, key) = (j as u32, key.as_ref());
+        if key.len() > AppendedTokens::LONG {
+            long.push((j, key));
+            continue;
+        }
+        for t in token_substrings(key) {
+            let holders = by_token.entry(t).or_default();
+            if holders.last() != Some(&j) {
+                holders.push(j);
+            }
+        }
+    }
+    keys.iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let (i, key) = (i as u32, key.as_ref());
+            let mut holders: Vec<u32> = by_token
+                .get(key)
+                .map(|h| h.iter().copied().take_while(|&j| j < i).collect())
+                .unwrap_or_default();
+            holders.extend(
+                long.iter()
+                    .take_while(|(j, _)| *j < i)
+                    .filter(|(_, a)| contains_token(a, key))
+                    .map(|(j, _)| *j),
+            );
+            holders
+        })
+        .collect()
 }
 
 #[cfg(test)]
