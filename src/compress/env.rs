@@ -24,9 +24,18 @@ pub(super) type FoldList = fold::Listed;
 /// A compact JSON rendering and its characters.
 pub(super) type Compact = (String, usize);
 
-/// [`Env::json_compact`]'s memo: by unit and `preserve_numbers`; `None` where the rendering
-/// depends on the level.
-type CompactMemo = FastMap<(usize, bool), Option<Rc<Compact>>>;
+/// [`Env::json_compact_within`]'s memo, by unit and `preserve_numbers`.
+type CompactMemo = FastMap<(usize, bool), CompactForm>;
+
+/// What is known of a unit's compact JSON rendering at every level.
+#[derive(Clone)]
+enum CompactForm {
+    /// The same at every level.
+    Fixed(Rc<Compact>),
+    /// Depends on the level (long strings summarised to its share); never shorter than `floor`
+    /// characters.
+    Varies { floor: usize },
+}
 
 /// The longest conversation whose measured forms are all kept ([`Env::keep_forms`]).
 const KEEP_FORMS_UP_TO: usize = 4096;
@@ -58,6 +67,12 @@ pub(super) struct Env<'a, 'v> {
     /// Compact renderings of JSON tool outputs by unit and `preserve_numbers`, with their
     /// characters (`None`: the rendering depends on the level).
     compact: RefCell<CompactMemo>,
+    /// The call's texts scored once under its query, for summaries at every level.
+    pub(super) texts: super::summarize::PreparedTexts<'v>,
+    /// What each message gives the folds that take it in.
+    fold_parts: Vec<OnceCell<Rc<fold::Parts>>>,
+    /// The long strings of JSON tool outputs, scored once for the budget's plans.
+    strings: json::LongStrings<'a>,
 }
 
 impl<'a, 'v> Env<'a, 'v> {
@@ -87,6 +102,9 @@ impl<'a, 'v> Env<'a, 'v> {
             knowns: RefCell::default(),
             folds: RefCell::default(),
             compact: RefCell::default(),
+            strings: json::LongStrings::default(),
+            fold_parts: (0..parsed.len()).map(|_| OnceCell::new()).collect(),
+            texts: Default::default(),
         }
     }
 
@@ -99,39 +117,53 @@ impl<'a, 'v> Env<'a, 'v> {
     }
 
     /// The compact rendering of unit `u`'s JSON (`json_compact`, lossy about long strings) at
-    /// `level`, with its characters: computed once per unit when no long string makes it
-    /// depend on the level.
-    pub(super) fn json_compact(
+    /// `level`, with its characters, if it has at most `budget` characters. Computed once per
+    /// unit when no long string makes it depend on the level; otherwise its fewest possible
+    /// characters are, and it is not rendered when even those are too many.
+    pub(super) fn json_compact_within(
         &self,
         u: usize,
-        value: &serde_json::Value,
+        value: &'a serde_json::Value,
         level: super::summarize::Level,
         preserve_numbers: bool,
-    ) -> Rc<Compact> {
+        budget: usize,
+    ) -> Option<Rc<Compact>> {
+        let msg = self.units.all[u].msg;
+        let seen = &self.classes.seen;
         let make = || {
-            let msg = self.units.all[u].msg;
-            let text = json::json_compact(
-                value,
-                level,
-                &self.classes.seen,
-                msg,
-                preserve_numbers,
-                false,
-            );
+            let text = if self.memoise {
+                json::json_compact_with(value, level, seen, msg, preserve_numbers, &self.strings)
+            } else {
+                json::json_compact(value, level, seen, msg, preserve_numbers, false)
+            };
             let chars = crate::text::count_chars(&text);
             Rc::new((text, chars))
         };
+        let within = |c: Rc<Compact>| (c.1 <= budget).then_some(c);
         if !self.memoise {
-            return make();
+            return within(make());
         }
         let key = (u, preserve_numbers);
-        if let Some(known) = self.compact.borrow().get(&key) {
-            return known.clone().unwrap_or_else(make);
+        let known = self.compact.borrow().get(&key).cloned();
+        let form = match known {
+            Some(form) => form,
+            None => {
+                let form = if json::level_free(value) {
+                    CompactForm::Fixed(make())
+                } else {
+                    CompactForm::Varies {
+                        floor: json::json_compact_floor(value, seen, msg, preserve_numbers),
+                    }
+                };
+                self.compact.borrow_mut().insert(key, form.clone());
+                form
+            }
+        };
+        match form {
+            CompactForm::Fixed(c) => within(c),
+            CompactForm::Varies { floor } if floor > budget => None,
+            CompactForm::Varies { .. } => within(make()),
         }
-        let out = make();
-        let keep = json::level_free(value).then(|| Rc::clone(&out));
-        self.compact.borrow_mut().insert(key, keep);
-        out
     }
 
     /// Unit `u`'s sentences scored and ordered (kept for the call's later plans).
@@ -207,13 +239,14 @@ impl<'a, 'v> Env<'a, 'v> {
         }
         let terms = self.terms;
         let relevance = (!(terms.is_empty() && terms.cosines.is_empty())).then(|| self.relevance());
-        let c = Rc::new(fold::candidates(
-            self.parsed,
-            range,
-            terms,
-            known.1,
-            relevance,
-        ));
+        let parts = |g: usize| {
+            let make = || Rc::new(fold::Parts::new(self.parsed, g, terms));
+            match self.fold_parts.get(g) {
+                Some(cell) => Rc::clone(cell.get_or_init(make)),
+                None => make(),
+            }
+        };
+        let c = Rc::new(fold::candidates(range, known.1, relevance, parts));
         self.folds.borrow_mut().insert(key, Rc::clone(&c));
         c
     }

@@ -95,9 +95,12 @@ impl Known {
     /// The key tokens of `text` worth listing in a budget-fill summary: not known, code spans
     /// of at most 40 characters, first occurrence order.
     pub(super) fn fill_keys(&self, text: &str, terms: &Query) -> Vec<String> {
-        terms
-            .memo
-            .keys(text)
+        self.fill_keys_of(&terms.memo.keys(text))
+    }
+
+    /// [`fill_keys`](Self::fill_keys) of a text whose key tokens are `text_keys`.
+    pub(super) fn fill_keys_of(&self, text_keys: &[(String, keys::KeyKind)]) -> Vec<String> {
+        text_keys
             .iter()
             .filter(|(k, kind)| {
                 (*kind != keys::KeyKind::Code || k.len() <= 40) && !self.set.contains(k)
@@ -211,7 +214,7 @@ pub(super) fn fate(env: &Env<'_, '_>, u: usize, s: &Situation<'_>) -> Fate {
         fill_fate(env, u, info, level, s.known)
     } else if let Some(prose_chars) = info.fence {
         if prose_chars >= 80 {
-            match cached_code_split(t, level, env.terms, s.known) {
+            match cached_code_split(env, u, level, s.known) {
                 Some(body) => Fate::Replace {
                     body,
                     action: "code_split",
@@ -308,7 +311,7 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
         action: "summarized",
     };
     if info.fence.is_some() {
-        return match cached_code_split(t, level, terms, known) {
+        return match cached_code_split(env, u, level, known) {
             Some(body) => Fate::Replace {
                 body,
                 action: "code_split",
@@ -321,8 +324,7 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
             let v = &env.classes.json[j];
             // Every number when the whole rendering fits the share; else the default rendering
             // (long numeric arrays summarised) with the key tokens it left out, in the share.
-            let all = env.json_compact(u, v, level, true);
-            if all.1 <= budget {
+            if let Some(all) = env.json_compact_within(u, v, level, true, budget) {
                 return summarized(all.0.clone());
             }
             // The values under fields the query names first, then the key tokens.
@@ -331,8 +333,9 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
                 .filter(|k| !known.set.contains(k))
                 .collect();
             extend_unique(&mut candidates, known.fill_keys(t, terms));
-            let compact = env.json_compact(u, v, level, options.preserve_numbers);
-            if compact.1 <= budget {
+            if let Some(compact) =
+                env.json_compact_within(u, v, level, options.preserve_numbers, budget)
+            {
                 return summarized(summarize::fill(compact.0.clone(), &candidates, budget));
             }
             let share = summarize::sentence_share(&candidates, budget);
@@ -403,17 +406,19 @@ fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known:
 }
 
 /// [`summarize::code_split`] through the cache (`None` stored as an empty marker).
-fn cached_code_split(text: &str, level: Level, terms: &Query, known: &Known) -> Option<String> {
-    let v = known.cached(
-        "code_split",
-        text,
-        level,
-        terms,
-        || match summarize::code_split(text, level, terms) {
-            Some(s) => format!("1{s}"),
-            None => "0".into(),
-        },
-    );
+fn cached_code_split(env: &Env<'_, '_>, u: usize, level: Level, known: &Known) -> Option<String> {
+    let (text, terms) = (env.units.all[u].text, env.terms);
+    let split = || {
+        if env.memoise {
+            summarize::code_split_with(text, |p| env.texts.prose(p, level, terms))
+        } else {
+            summarize::code_split(text, level, terms)
+        }
+    };
+    let v = known.cached("code_split", text, level, terms, || match split() {
+        Some(s) => format!("1{s}"),
+        None => "0".into(),
+    });
     v.strip_prefix('1').map(str::to_string)
 }
 

@@ -79,18 +79,41 @@ impl Listed {
     }
 }
 
+/// What one message gives the folds that take it in: its tool outputs' values (as
+/// [`values::tool_values_for`] finds them, output after output), its key tokens and its
+/// characters. Made once per message for all the folds a budget measures.
+pub(super) struct Parts {
+    values: Vec<String>,
+    keys: std::rc::Rc<Vec<(String, keys::KeyKind)>>,
+    chars: usize,
+}
+
+impl Parts {
+    pub(super) fn new(parsed: &Parsed<'_>, g: usize, terms: &Query) -> Parts {
+        let values = tool_outputs(&parsed.values[g], parsed.is_tool_message(g))
+            .into_iter()
+            .flat_map(|text| values::tool_values_for(text, terms))
+            .collect();
+        let text = message_text(&parsed.values[g]);
+        Parts {
+            values,
+            keys: terms.memo.keys(&text),
+            chars: crate::text::count_chars(&text),
+        }
+    }
+}
+
 /// What a fold of `range` lists, most needed first: the values of the folded tool outputs,
 /// newest first, then the key tokens of every folded message — newest first or, under a query,
 /// the most relevant message first (newest first among equals). Key tokens kept verbatim
-/// elsewhere (`known`) are left out. Also the folded messages' characters.
+/// elsewhere (`known`) are left out. Also the folded messages' characters. `parts` gives each
+/// message's [`Parts`].
 pub(super) fn candidates(
-    parsed: &Parsed<'_>,
     range: Range<usize>,
-    terms: &Query,
     known: &Known,
     relevance: Option<&[f64]>,
+    parts: impl Fn(usize) -> std::rc::Rc<Parts>,
 ) -> Listed {
-    let values_of = parsed.values;
     let mut chars = 0;
     let mut out: Vec<String> = Vec::new();
     let mut listed: FastSet<String> = FastSet::default();
@@ -100,18 +123,16 @@ pub(super) fn candidates(
         order.sort_by(|&a, &b| of(b).total_cmp(&of(a)));
     }
     for g in range.rev() {
-        for text in tool_outputs(&values_of[g], parsed.is_tool_message(g)) {
-            for k in values::tool_values_for(text, terms) {
-                if !known.set.contains(&k) && listed.insert(k.clone()) {
-                    out.push(k);
-                }
+        for k in &parts(g).values {
+            if !known.set.contains(k) && listed.insert(k.clone()) {
+                out.push(k.clone());
             }
         }
     }
     for &g in &order {
-        let text = message_text(&values_of[g]);
-        chars += crate::text::count_chars(&text);
-        for k in known.fill_keys(&text, terms) {
+        let p = parts(g);
+        chars += p.chars;
+        for k in known.fill_keys_of(&p.keys) {
             if listed.insert(k.clone()) {
                 out.push(k);
             }

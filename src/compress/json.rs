@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::summarize::{cut_at_word, prose, Level, Query};
+use super::summarize::{cut_at_word, prose, Level, PreparedTexts, Query};
 use crate::text::keys;
 
 /// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
@@ -77,9 +77,73 @@ pub(crate) fn json_compact(
         msg,
         preserve_numbers,
         keep_strings,
+        floor: false,
+        strings: None,
     };
     render(value, &ctx, &mut out);
     out
+}
+
+/// [`json_compact`] (long strings summarised) with the long strings' sentences scored once
+/// for every level they are summarised at (`strings`, kept across the budget's plans).
+pub(crate) fn json_compact_with<'v>(
+    value: &'v Value,
+    level: Level,
+    seen: &SeenValues,
+    msg: usize,
+    preserve_numbers: bool,
+    strings: &LongStrings<'v>,
+) -> String {
+    let mut out = String::with_capacity(64);
+    let ctx = Ctx {
+        level,
+        seen,
+        msg,
+        preserve_numbers,
+        keep_strings: false,
+        floor: false,
+        strings: Some(strings),
+    };
+    render(value, &ctx, &mut out);
+    out
+}
+
+/// The long strings of JSON values, each split and scored once ([`Prepared`]) and summarised
+/// at any level from that: what `prose` does for each, without doing it again per level.
+#[derive(Default)]
+pub(crate) struct LongStrings<'v> {
+    prepared: PreparedTexts<'v>,
+    /// No query: long strings are summarised as [`json_compact`] does.
+    terms: Query,
+}
+
+impl<'v> LongStrings<'v> {
+    /// `prose(s, level, &Query::default())`.
+    fn prose(&self, s: &'v str, level: Level) -> String {
+        self.prepared.prose(s, level, &self.terms)
+    }
+}
+
+/// The fewest characters [`json_compact`] (long strings summarised) of `value` can have at any
+/// level: each long string's summary counted as its shortest, `" …"`.
+pub(crate) fn json_compact_floor(
+    value: &Value,
+    seen: &SeenValues,
+    msg: usize,
+    preserve_numbers: bool,
+) -> usize {
+    let mut out = String::with_capacity(64);
+    let ctx = Ctx {
+        level: Level::DEFAULT,
+        seen,
+        msg,
+        preserve_numbers,
+        keep_strings: false,
+        floor: true,
+        strings: None,
+    };
+    render(value, &ctx, &mut out);
+    crate::text::count_chars(&out)
 }
 
 /// Whether [`json_compact`] of `value` is the same at every level: no string in it is long
@@ -193,7 +257,7 @@ fn leaf_hash(v: &Value) -> u64 {
     }
 }
 
-struct Ctx<'a> {
+struct Ctx<'a, 'v> {
     level: Level,
     seen: &'a SeenValues,
     msg: usize,
@@ -201,6 +265,10 @@ struct Ctx<'a> {
     preserve_numbers: bool,
     /// Keep long strings whole.
     keep_strings: bool,
+    /// Render each long string as its shortest summary could be ([`json_compact_floor`]).
+    floor: bool,
+    /// Long strings scored once for every level ([`json_compact_with`]).
+    strings: Option<&'a LongStrings<'v>>,
 }
 
 /// Arrays of this many numbers or more are summarised unless numbers are preserved.
@@ -252,15 +320,22 @@ fn simple(s: &str) -> bool {
         && s.parse::<f64>().is_err()
 }
 
-fn render_str(s: &str, ctx: &Ctx<'_>, out: &mut String) {
+fn render_str<'v>(s: &'v str, ctx: &Ctx<'_, 'v>, out: &mut String) {
     if simple(s) {
         out.push_str(s);
     } else if !ctx.keep_strings && s.chars().count() > LONG_STRING {
+        if ctx.floor {
+            out.push_str("\" …\"");
+            return;
+        }
         let level = Level {
             max_keys: 64,
             ..ctx.level
         };
-        let summary = prose(s, level, &Query::default());
+        let summary = match ctx.strings {
+            Some(strings) => strings.prose(s, level),
+            None => prose(s, level, &Query::default()),
+        };
         out.push_str(&Value::String(format!("{summary} …")).to_string());
     } else {
         out.push_str(&Value::String(s.to_string()).to_string());
@@ -292,7 +367,7 @@ fn uniform_keys<'v>(items: impl Iterator<Item = &'v Value>) -> Option<Vec<&'v St
     keys.filter(|k| count >= 2 && k.len() >= 2)
 }
 
-fn render_row(obj: &Value, keys: &[&String], ctx: &Ctx<'_>, out: &mut String) {
+fn render_row<'v>(obj: &'v Value, keys: &[&String], ctx: &Ctx<'_, 'v>, out: &mut String) {
     for (n, k) in keys.iter().enumerate() {
         if n > 0 {
             out.push_str(" | ");
@@ -303,7 +378,7 @@ fn render_row(obj: &Value, keys: &[&String], ctx: &Ctx<'_>, out: &mut String) {
     }
 }
 
-fn render(v: &Value, ctx: &Ctx<'_>, out: &mut String) {
+fn render<'v>(v: &'v Value, ctx: &Ctx<'_, 'v>, out: &mut String) {
     if let Some(name) = ctx.seen.newer_copy(v, ctx.msg) {
         let what = match v {
             Value::Array(items) => format!("{} items", items.len()),

@@ -232,6 +232,29 @@ pub(crate) fn prose_with(text: &str, level: Level, terms: &Query, facts: bool) -
     with_keys(body, text, level.max_keys, terms, prepared.walk.as_ref())
 }
 
+/// Texts of a call split and scored once each ([`Prepared`], by the text's address: they are
+/// slices of the call's messages and outlive it) under one query, summarised at any level from
+/// that: [`prose`] without the scoring again per level, for the budget's plans.
+#[derive(Default)]
+pub(crate) struct PreparedTexts<'t> {
+    map: std::cell::RefCell<crate::text::hash::FastMap<(usize, usize), std::rc::Rc<Prepared<'t>>>>,
+}
+
+impl<'t> PreparedTexts<'t> {
+    /// `prose(text, level, terms)`, where `terms` is the query every call on this cache uses.
+    pub(crate) fn prose(&self, text: &'t str, level: Level, terms: &Query) -> String {
+        let key = (text.as_ptr() as usize, text.len());
+        let found = self.map.borrow().get(&key).cloned();
+        let prepared = found.unwrap_or_else(|| {
+            let p = std::rc::Rc::new(Prepared::new(text, terms, false));
+            self.map.borrow_mut().insert(key, std::rc::Rc::clone(&p));
+            p
+        });
+        let body = prepared.pack(level.budget(text.chars().count()), false);
+        with_keys(body, text, level.max_keys, terms, prepared.walk.as_ref())
+    }
+}
+
 /// A text's sentences scored and ordered once, to be packed into any budget ([`Prepared::pack`]):
 /// the budget search asks one text for summaries of many sizes.
 pub(crate) struct Prepared<'t> {
@@ -244,7 +267,7 @@ pub(crate) struct Prepared<'t> {
     /// Sentences that state a fact about the speaker, in reading order (only when asked for).
     facts: Vec<usize>,
     /// The key tokens of the text from one walk, when the call is a single pass.
-    walk: Option<keys::TextKeys<'t>>,
+    pub(crate) walk: Option<keys::TextKeys<'t>>,
 }
 
 /// Points a fact sentence gets in the order (under a budget it competes, but comes first).
@@ -436,7 +459,7 @@ pub(crate) fn cut_at_word(text: &str, max: usize) -> String {
 }
 
 /// Appends the key tokens of `original` that `body` does not contain (up to `max`).
-fn with_keys(
+pub(crate) fn with_keys(
     body: String,
     original: &str,
     max: usize,
@@ -520,6 +543,14 @@ pub(crate) fn sentence_share(candidates: &[String], budget: usize) -> usize {
 /// Code-split: the prose around code fences summarised, every fence kept verbatim.
 /// `None` when there is no fence.
 pub(crate) fn code_split(text: &str, level: Level, terms: &Query) -> Option<String> {
+    code_split_with(text, |p| prose(p, level, terms))
+}
+
+/// [`code_split`] with each long prose segment summarised by `prose`.
+pub(crate) fn code_split_with<'t>(
+    text: &'t str,
+    mut prose: impl FnMut(&'t str) -> String,
+) -> Option<String> {
     let segments = fences::split(text);
     if !segments.iter().any(|s| matches!(s, Segment::Code(_))) {
         return None;
@@ -539,7 +570,7 @@ pub(crate) fn code_split(text: &str, level: Level, terms: &Query) -> Option<Stri
                 out.push('\n');
             }
             Segment::Prose(p) => {
-                out.push_str(&prose(p, level, terms));
+                out.push_str(&prose(p));
                 out.push('\n');
             }
         }
