@@ -125,240 +125,82 @@ fn choose(
     before: usize,
     budget: usize,
 ) -> (Shape, usize, Option<u8>) {
-    let hierarchical = env.options.method == CompressMethod::Hierarchical;
-    // Stages can meet in one plan (a fold stage that needs no fold is the stage before it):
-    // each plan is measured once.
-    let sizes: RefCell<FastMap<Shape, usize>> = RefCell::default();
-    let total = |s: &Shape| {
-        if let Some(&t) = sizes.borrow().get(s) {
-            return t;
-        }
-        let t = render::total(env, s);
-        sizes.borrow_mut().insert(*s, t);
-        t
+    let c = Chooser {
+        env,
+        budget,
+        before,
+        hierarchical: env.options.method == CompressMethod::Hierarchical,
+        sizes: RefCell::default(),
     };
-    let first = total(&base);
-    let rw = base.recency_window;
-    let at = |recency_window: usize, condense_calls: bool, fold: usize, rung: Rung| Shape {
-        rung,
-        recency_window,
-        condense_calls,
-        fold,
-        fold_chars: None,
-        truncate: 0,
-        importance: false,
-        fuzzy: true,
-        lossy: true,
-    };
+    let first = c.total(&base);
     if first <= budget {
-        // The default pass fits: when the input itself does not, use the budget rather than
-        // leave it empty — the same recency window, the largest fill share that fits (if that
-        // keeps more than the default pass).
-        let mut best = (base, first, None);
-        if before > budget && hierarchical {
-            for (k, &ratio) in LEVELS.iter().enumerate() {
-                let s = at(rw, false, 0, Rung::fill(ratio));
-                let t = total(&s);
-                if t <= budget {
-                    if t > best.1 {
-                        best = (s, t, Some(k as u8));
-                    }
-                    break;
-                }
-            }
-        } else if before > budget {
-            // The smallest share is not measured: the default pass's size stands in for it.
-            search::largest_fitting(SHARES, first, budget, share, before as f64, |j| {
-                let s = Shape {
-                    importance: true,
-                    ..at(rw, false, 0, rung(j))
-                };
-                let t = total(&s);
-                if t <= budget && t > best.1 {
-                    best = (s, t, None);
-                }
-                t
-            });
-        }
-        return (best.0, 0, best.2);
+        let (shape, level) = c.default_fits(base, first);
+        return (shape, 0, level);
     }
     // Stages, each searched over the fill share: what stays verbatim shrinks from stage to
     // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
     // messages folded, with a recency window of 1, then 0).
+    let rw = base.recency_window;
     let stages = [
-        (rw.min(2), false, false),
-        (rw.min(1), false, false),
-        (rw.min(1), true, false),
-        (0, true, false),
-        (rw.min(1), true, true),
-        (0, true, true),
+        Stage::new(rw.min(2), false, false),
+        Stage::new(rw.min(1), false, false),
+        Stage::new(rw.min(1), true, false),
+        Stage::new(0, true, false),
+        Stage::new(rw.min(1), true, true),
+        Stage::new(0, true, true),
     ];
-    let n = env.parsed.len();
-    let min_rung = if hierarchical {
-        Rung::fill(LEVELS[LEVELS.len() - 1])
-    } else {
-        rung(0)
-    };
     let tool_values = ToolValues::new(env);
     if tool_values.is_some() {
         // Each stage's plan is scanned for the values it keeps: keep what measuring renders.
         env.keep_forms();
     }
-    let mut candidates: Vec<(f64, Shape, usize, Option<u8>)> = Vec::new();
-    for (stage, &(recency_window, condense_calls, may_fold)) in stages.iter().enumerate() {
-        let stage = stage + 1;
-        // The fewest folded messages that let the smallest share fit.
-        let mut fold = 0;
-        let mut best = at(recency_window, condense_calls, 0, min_rung);
-        let mut best_total = total(&best);
-        if best_total > budget {
-            if !may_fold {
-                continue;
-            }
-            let most = at(recency_window, condense_calls, n, min_rung);
-            best_total = total(&most);
-            if best_total > budget {
-                continue;
-            }
-            best = most;
-            let (mut lo, mut hi) = (0, n);
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let s = at(recency_window, condense_calls, mid, min_rung);
-                let t = total(&s);
-                if t <= budget {
-                    hi = mid;
-                    best = s;
-                    best_total = t;
-                } else {
-                    lo = mid;
-                }
-            }
-            fold = hi;
+    let mut candidates: Vec<(f64, Shape, usize)> = Vec::new();
+    for (k, stage) in stages.iter().enumerate() {
+        let Some((floor, floor_total)) = c.stage_floor(stage) else {
+            continue;
+        };
+        if c.hierarchical {
+            let (shape, level) = c.shallowest_level(floor);
+            return (shape, k + 1, Some(level));
         }
-        if hierarchical {
-            // The shallowest level that fits (the deepest one does: `best`).
-            let mut level = (LEVELS.len() - 1) as u8;
-            for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
-                let s = at(recency_window, condense_calls, fold, Rung::fill(ratio));
-                if total(&s) <= budget {
-                    best = s;
-                    level = k as u8;
-                    break;
-                }
-            }
-            return (best, stage, Some(level));
-        }
-        // The largest share that fits: bisection over the ladder (fitting is close to
-        // monotone in the share; only fitting plans are kept).
-        // `best` is at the smallest share here, which fits.
-        search::largest_fitting(SHARES, best_total, budget, share, before as f64, |j| {
-            let s = at(recency_window, condense_calls, fold, rung(j));
-            let t = total(&s);
-            if t <= budget {
-                best = s;
-                best_total = t;
-            }
-            t
-        });
-        if fold > 0 {
-            // What the newer messages leave goes to the folded summary's values and keys.
-            let floor = best;
-            let none = total(&Shape {
-                fold_chars: Some(0),
-                ..floor
-            });
-            let cap = render::fold_chars_cap(env, &floor);
-            search::largest_fitting(
-                (0, (budget * 8).min(cap) + 1),
-                none,
-                budget,
-                |c| c as f64,
-                CHAR_TOKENS,
-                |c| {
-                    let s = Shape {
-                        fold_chars: Some(c),
-                        ..floor
-                    };
-                    let t = total(&s);
-                    if t <= budget && t >= best_total {
-                        best = s;
-                        best_total = t;
-                    }
-                    t
-                },
-            );
-        }
+        let (best, best_total) = c.widest_share(floor, floor_total);
+        let best = if best.fold > 0 {
+            c.widest_fold(best, best_total)
+        } else {
+            best
+        };
         let Some(tv) = &tool_values else {
-            return (best, stage, None);
+            return (best, k + 1, None);
         };
         // A plan that keeps every tool-output value cannot be beaten: stop there.
         let u = tv.utility(env, &best);
-        candidates.push((u, best, stage, None));
+        candidates.push((u, best, k + 1));
         if u >= tv.total {
             break;
         }
     }
-    let deepest = at(0, true, n, rung(0));
+    let n = env.parsed.len();
+    let deepest = Stage::new(0, true, true).at(n, rung(0));
     if let Some(tv) = &tool_values {
-        if !candidates.is_empty() {
-            let mut best: Option<(f64, Shape, usize, Option<u8>)> = None;
-            for c in candidates {
-                if best.as_ref().is_none_or(|b| c.0 > b.0) {
-                    best = Some(c);
+        let mut best: Option<(f64, Shape, usize)> = None;
+        for c in candidates {
+            if best.as_ref().is_none_or(|b| c.0 > b.0) {
+                best = Some(c);
+            }
+        }
+        if let Some(found) = best.as_mut().filter(|b| b.0 < tv.total) {
+            if let Some(all) = fold_all(env, deepest, budget) {
+                let u = tv.utility(env, &all);
+                if u > found.0 {
+                    *found = (u, all, stages.len() + 2);
                 }
             }
-            if best.as_ref().is_none_or(|b| b.0 < tv.total) {
-                if let Some(all) = fold_all(env, deepest, budget) {
-                    let u = tv.utility(env, &all);
-                    if best.as_ref().is_none_or(|b| u > b.0) {
-                        best = Some((u, all, stages.len() + 2, None));
-                    }
-                }
-            }
-            if let Some((_, s, stage, level)) = best {
-                return (s, stage, level);
-            }
+        }
+        if let Some((_, shape, stage)) = best {
+            return (shape, stage, None);
         }
     }
-    // Last resort: on top of the deepest stage, the oldest compressible texts left (code kept
-    // by the summaries, the newest message) cut to a preview, as few as needed.
-    let truncating = |k: usize| Shape {
-        truncate: k,
-        ..deepest
-    };
-    let mut best = deepest;
-    let mut best_total = total(&deepest);
-    let mut k = 1;
-    let mut prev = 0;
-    let mut found = None;
-    while k <= n * 4 {
-        let s = truncating(k);
-        let t = total(&s);
-        best = s;
-        best_total = t;
-        if t <= budget {
-            found = Some((prev, k));
-            break;
-        }
-        prev = k;
-        k *= 2;
-    }
-    if let Some((mut lo, mut hi)) = found {
-        // Invariant: truncating `hi` fits; find the fewest.
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            let s = truncating(mid);
-            let t = total(&s);
-            if t <= budget {
-                hi = mid;
-                best = s;
-                best_total = t;
-            } else {
-                lo = mid;
-            }
-        }
-    }
+    let (mut best, best_total) = c.fewest_truncated(deepest);
     let mut escalation = stages.len() + 1;
     if best_total > budget {
         // Nothing else left: every message but the preserved-role ones folded into one.
@@ -368,12 +210,264 @@ fn choose(
             fold_chars: Some(0),
             ..deepest
         };
-        if total(&all) < best_total {
+        if c.total(&all) < best_total {
             best = fold_all(env, deepest, budget).unwrap_or(all);
             escalation = stages.len() + 2;
         }
     }
     (best, escalation, None)
+}
+
+/// One stage of the budget: what stays verbatim (see the module docs).
+struct Stage {
+    recency_window: usize,
+    condense_calls: bool,
+    may_fold: bool,
+}
+
+impl Stage {
+    fn new(recency_window: usize, condense_calls: bool, may_fold: bool) -> Stage {
+        Stage {
+            recency_window,
+            condense_calls,
+            may_fold,
+        }
+    }
+
+    /// The stage's plan folding up to `fold` messages, texts at `rung`.
+    fn at(&self, fold: usize, rung: Rung) -> Shape {
+        Shape {
+            rung,
+            recency_window: self.recency_window,
+            condense_calls: self.condense_calls,
+            fold,
+            fold_chars: None,
+            truncate: 0,
+            importance: false,
+            fuzzy: true,
+            lossy: true,
+        }
+    }
+}
+
+/// One budget choice: the call, the budget aimed at, and every plan measured so far.
+struct Chooser<'e, 'a, 'v> {
+    env: &'e Env<'a, 'v>,
+    budget: usize,
+    /// The conversation's tokens.
+    before: usize,
+    hierarchical: bool,
+    /// Stages can meet in one plan (a fold stage that needs no fold is the stage before it):
+    /// each plan is measured once.
+    sizes: RefCell<FastMap<Shape, usize>>,
+}
+
+impl Chooser<'_, '_, '_> {
+    /// The tokens of the plan `shape` makes.
+    fn total(&self, shape: &Shape) -> usize {
+        if let Some(&t) = self.sizes.borrow().get(shape) {
+            return t;
+        }
+        let t = render::total(self.env, shape);
+        self.sizes.borrow_mut().insert(*shape, t);
+        t
+    }
+
+    /// The smallest share of the ladder (or level of the hierarchy).
+    fn min_rung(&self) -> Rung {
+        if self.hierarchical {
+            Rung::fill(LEVELS[LEVELS.len() - 1])
+        } else {
+            rung(0)
+        }
+    }
+
+    /// The default pass (`base`, `first` tokens) fits: when the input itself does not, the
+    /// budget is used rather than left empty — the same recency window, the largest fill share
+    /// that fits, if that keeps more than the default pass. Also the hierarchical level.
+    fn default_fits(&self, base: Shape, first: usize) -> (Shape, Option<u8>) {
+        let (budget, before) = (self.budget, self.before);
+        let mut best = (base, first, None);
+        if before <= budget {
+            return (base, None);
+        }
+        let stage = Stage::new(base.recency_window, false, false);
+        if self.hierarchical {
+            for (k, &ratio) in LEVELS.iter().enumerate() {
+                let s = stage.at(0, Rung::fill(ratio));
+                let t = self.total(&s);
+                if t <= budget {
+                    if t > best.1 {
+                        best = (s, t, Some(k as u8));
+                    }
+                    break;
+                }
+            }
+        } else {
+            // The smallest share is not measured: the default pass's size stands in for it.
+            search::largest_fitting(SHARES, first, budget, share, before as f64, |j| {
+                let s = Shape {
+                    importance: true,
+                    ..stage.at(0, rung(j))
+                };
+                let t = self.total(&s);
+                if t <= budget && t > best.1 {
+                    best = (s, t, None);
+                }
+                t
+            });
+        }
+        (best.0, best.2)
+    }
+
+    /// The stage's plan at the smallest share with the fewest folded messages that let it fit,
+    /// and its tokens; `None` when nothing the stage may do fits.
+    fn stage_floor(&self, stage: &Stage) -> Option<(Shape, usize)> {
+        let budget = self.budget;
+        let min_rung = self.min_rung();
+        let none = stage.at(0, min_rung);
+        let t = self.total(&none);
+        if t <= budget {
+            return Some((none, t));
+        }
+        if !stage.may_fold {
+            return None;
+        }
+        let n = self.env.parsed.len();
+        let most = stage.at(n, min_rung);
+        let mut best = (most, self.total(&most));
+        if best.1 > budget {
+            return None;
+        }
+        let (mut lo, mut hi) = (0, n);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            let s = stage.at(mid, min_rung);
+            let t = self.total(&s);
+            if t <= budget {
+                hi = mid;
+                best = (s, t);
+            } else {
+                lo = mid;
+            }
+        }
+        Some(best)
+    }
+
+    /// The shallowest hierarchical level that fits, on top of `floor` (at the deepest level,
+    /// which fits).
+    fn shallowest_level(&self, floor: Shape) -> (Shape, u8) {
+        for (k, &ratio) in LEVELS.iter().enumerate().take(LEVELS.len() - 1) {
+            let s = Shape {
+                rung: Rung::fill(ratio),
+                ..floor
+            };
+            if self.total(&s) <= self.budget {
+                return (s, k as u8);
+            }
+        }
+        (floor, (LEVELS.len() - 1) as u8)
+    }
+
+    /// The largest share that fits on top of `floor` (at the smallest share, which fits:
+    /// `floor_total` tokens), and its tokens. Fitting is close to monotone in the share; only
+    /// fitting plans are kept.
+    fn widest_share(&self, floor: Shape, floor_total: usize) -> (Shape, usize) {
+        let mut best = (floor, floor_total);
+        let budget = self.budget;
+        search::largest_fitting(
+            SHARES,
+            floor_total,
+            budget,
+            share,
+            self.before as f64,
+            |j| {
+                let s = Shape {
+                    rung: rung(j),
+                    ..floor
+                };
+                let t = self.total(&s);
+                if t <= budget {
+                    best = (s, t);
+                }
+                t
+            },
+        );
+        best
+    }
+
+    /// What the newer messages leave given to the folded summary's values and keys, on top of
+    /// `floor` (`floor_total` tokens, which fits).
+    fn widest_fold(&self, floor: Shape, floor_total: usize) -> Shape {
+        let budget = self.budget;
+        let mut best = (floor, floor_total);
+        let none = self.total(&Shape {
+            fold_chars: Some(0),
+            ..floor
+        });
+        let cap = render::fold_chars_cap(self.env, &floor);
+        let room = (0, (budget * 8).min(cap) + 1);
+        search::largest_fitting(
+            room,
+            none,
+            budget,
+            |c| c as f64,
+            CHAR_TOKENS,
+            |c| {
+                let s = Shape {
+                    fold_chars: Some(c),
+                    ..floor
+                };
+                let t = self.total(&s);
+                if t <= budget && t >= best.1 {
+                    best = (s, t);
+                }
+                t
+            },
+        );
+        best.0
+    }
+
+    /// Last resort: on top of `deepest`, the oldest compressible texts left (code kept by the
+    /// summaries, the newest message) cut to a preview, as few as needed; and its tokens (over
+    /// the budget when even cutting every one does not fit).
+    fn fewest_truncated(&self, deepest: Shape) -> (Shape, usize) {
+        let budget = self.budget;
+        let n = self.env.parsed.len();
+        let truncating = |k: usize| Shape {
+            truncate: k,
+            ..deepest
+        };
+        let mut best = (deepest, self.total(&deepest));
+        let mut k = 1;
+        let mut prev = 0;
+        let mut found = None;
+        while k <= n * 4 {
+            let s = truncating(k);
+            best = (s, self.total(&s));
+            if best.1 <= budget {
+                found = Some((prev, k));
+                break;
+            }
+            prev = k;
+            k *= 2;
+        }
+        if let Some((mut lo, mut hi)) = found {
+            // Invariant: truncating `hi` fits; find the fewest.
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                let s = truncating(mid);
+                let t = self.total(&s);
+                if t <= budget {
+                    hi = mid;
+                    best = (s, t);
+                } else {
+                    lo = mid;
+                }
+            }
+        }
+        best
+    }
 }
 
 /// Every message but the preserved-role ones folded into one, its values and key tokens
