@@ -229,15 +229,10 @@ pub(super) fn fate(env: &Env<'_, '_>, u: usize, s: &Situation<'_>) -> Fate {
     } else if let Some(h) = info.hard {
         Fate::Keep(format!("hard verbatim: {h}").into())
     } else {
-        let body = if info.user {
-            s.known.cached("prose_facts", t, level, env.terms, || {
-                summarize::prose_with(t, level, env.terms, true)
-            })
-        } else {
-            s.known.cached("prose", t, level, env.terms, || {
-                summarize::prose(t, level, env.terms)
-            })
-        };
+        let tag = if info.user { "prose_facts" } else { "prose" };
+        let body = s.known.cached(tag, t, level, env.terms, || {
+            prose_of(env, u, level, info.user)
+        });
         Fate::Replace {
             body,
             action: "summarized",
@@ -403,6 +398,18 @@ fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known:
         };
         summarize::fill(body, &candidates, budget)
     })
+}
+
+/// `summarize::prose_with(text of u, level, terms, facts)`; when the call plans more than once,
+/// from the unit's sentences scored once for all its plans ([`Env::prepared`]).
+fn prose_of(env: &Env<'_, '_>, u: usize, level: Level, facts: bool) -> String {
+    let t = env.units.all[u].text;
+    if !env.memoise {
+        return summarize::prose_with(t, level, env.terms, facts);
+    }
+    let prepared = env.prepared(u, facts);
+    let body = prepared.pack(level.budget(t.chars().count()), facts);
+    summarize::with_keys(body, t, level.max_keys, env.terms, prepared.walk.as_ref())
 }
 
 /// [`summarize::code_split`] through the cache (`None` stored as an empty marker).
