@@ -151,9 +151,15 @@ fn a_message_over_the_size_limit_is_too_large() {
     let json =
         format!(r#"[{{"role":"user","content":"hi"}},{{"role":"user","content":"{text}"}}]"#);
     assert_refused(&json, "too_large", "messages[1]");
-    // applyWatermark's value entry point too. (compress's value entry point, `compress(&[Value])`,
-    // does not apply the limit since compress v2: docs/hardening.md, "Compress".)
+    // The value entry points too: compress's and applyWatermark's.
     let value: Vec<Value> = serde_json::from_str(&json).unwrap_or_default();
+    let e = condense::compress::compress(
+        &value,
+        &condense::compress::CompressOptions::default(),
+        condense::compress::CompressContext::new(),
+    )
+    .unwrap_err();
+    assert_eq!((e.code(), e.path()), ("too_large", "messages[1]"));
     let e = condense::watermark::apply_watermark(
         &value,
         &WatermarkState::default(),

@@ -122,6 +122,30 @@ impl std::fmt::Debug for CompressContext<'_> {
 ///   (`stats.cacheHits`, `stats.cacheMisses`); it is updated in place and bounded to
 ///   `options.cacheLimit` entries.
 ///
+/// The bytes of `message`'s JSON when they are over
+/// [`MAX_MESSAGE_BYTES`](crate::message::MAX_MESSAGE_BYTES) (counted as it is written, up to
+/// just past the limit), else `None`.
+fn over_the_size_limit(message: &Value) -> Option<usize> {
+    /// Counts what is written; refuses past the limit, so a huge message is not written whole.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > crate::message::MAX_MESSAGE_BYTES {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, message)
+        .is_err()
+        .then_some(count.0)
+}
+
 /// ```
 /// use condense::compress::{compress, uncompress, CompressContext, CompressOptions};
 /// let messages: Vec<serde_json::Value> = (0..8)
@@ -140,13 +164,19 @@ impl std::fmt::Debug for CompressContext<'_> {
 /// `invalid_message` / `invalid_json` / `mixed_format` for messages that are not either
 /// provider's (with the path), `invalid_options` for options that do not go together (a
 /// caller's counter with `tokenCounter: "model"`, `"model"` without an embedder that has a
-/// tokenizer, an invalid `preservePatterns` regex); a counter's, summariser's or embedder's own
-/// error.
+/// tokenizer, an invalid `preservePatterns` regex); `too_large` for a message whose JSON is
+/// over [`MAX_MESSAGE_BYTES`](crate::message::MAX_MESSAGE_BYTES), as the text entry points have
+/// it; a counter's, summariser's or embedder's own error.
 pub fn compress(
     messages: &[Value],
     options: &CompressOptions,
     ctx: CompressContext<'_>,
 ) -> Result<CompressResult, Error> {
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(len) = over_the_size_limit(m) {
+            return Err(crate::message::message_too_large(i, len));
+        }
+    }
     let plan = run::plan(None, messages, options, ctx)?;
     let parse = |t: &str| {
         serde_json::from_str::<Value>(t)
