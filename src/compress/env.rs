@@ -37,8 +37,10 @@ enum CompactForm {
     Varies { floor: usize },
 }
 
-/// The longest conversation whose measured forms are all kept ([`Env::keep_forms`]).
-const KEEP_FORMS_UP_TO: usize = 4096;
+/// The largest conversation, in tokens, whose measured forms are all kept
+/// ([`Env::keep_forms`]): a budget measures each message in about ten forms, so this bounds
+/// what the kept renderings hold to a few times the input.
+const KEEP_FORMS_UP_TO: usize = 1 << 19;
 
 /// One call's context (see the module docs).
 pub(super) struct Env<'a, 'v> {
@@ -65,7 +67,7 @@ pub(super) struct Env<'a, 'v> {
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
     folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
     /// Compact renderings of JSON tool outputs by unit and `preserve_numbers`, with their
-    /// characters (`None`: the rendering depends on the level).
+    /// characters, or their shortest possible size where they depend on the level.
     compact: RefCell<CompactMemo>,
     /// The call's texts scored once under its query, for summaries at every level.
     pub(super) texts: super::summarize::PreparedTexts<'v>,
@@ -110,10 +112,11 @@ impl<'a, 'v> Env<'a, 'v> {
 
     /// From now on, measuring a message's form keeps its rendering, not only its tokens: for a
     /// budget that scans its candidate plans' texts (tool-output values), in a conversation
-    /// short enough that every form it tries may be kept.
+    /// small enough that every form it tries may be kept.
     pub(super) fn keep_forms(&self) {
+        let tokens: usize = self.parsed.counts.iter().sum();
         self.keep_forms
-            .set(self.memoise && self.parsed.len() <= KEEP_FORMS_UP_TO);
+            .set(self.memoise && tokens <= KEEP_FORMS_UP_TO);
     }
 
     /// The compact rendering of unit `u`'s JSON (`json_compact`, lossy about long strings) at
