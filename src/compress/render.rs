@@ -289,46 +289,18 @@ fn render_message(
         {
             out.mergeable = true;
         }
-        let (mut text, action, mut reason, body): (String, &'static str, Cow<'static, str>, _) =
-            match fate {
-                Fate::Keep(reason) => {
-                    out.decisions.push((unit.block, "preserved", reason));
-                    continue;
-                }
-                Fate::Dup { of, similarity } => {
-                    let size = crate::text::count_chars(unit.text);
-                    let name = parsed.name(of);
-                    let text = match similarity {
-                        None => format!("[dup#{id}: same as {name} — {size} chars]"),
-                        Some(s) => format!("[dup#{id}: ~{s}% like {name} — {size} chars]"),
-                    };
-                    let reason = format!("duplicate of message {}", of + parsed.offset);
-                    (text, "deduped", reason.into(), None)
-                }
-                Fate::Replace { body, action } => {
-                    let text = format!("[summary#{id}: {body}]");
-                    (text, action, "compressed".into(), Some(body))
-                }
-                Fate::Superseded {
-                    full,
-                    compact,
-                    reason,
-                } => {
-                    let text = format!("[summary#{id}: {full}]");
-                    let text = if tok.count(&text) < unit_tokens() {
-                        text
-                    } else {
-                        format!("[summary#{id}: {compact}]")
-                    };
-                    (text, "superseded", reason.into(), None)
-                }
-                Fate::Truncate => {
-                    let size = crate::text::count_chars(unit.text);
-                    let preview = summarize::cut_at_word(unit.text.trim(), 60);
-                    let text = format!("[truncated#{id} — {size} chars: {preview}]");
-                    (text, "truncated", "token budget".into(), None)
-                }
-            };
+        let Replacement {
+            mut text,
+            action,
+            mut reason,
+            body,
+        } = match replacement(fate, unit.text, &id, parsed, tok, unit_tokens) {
+            Ok(r) => r,
+            Err(kept) => {
+                out.decisions.push((unit.block, "preserved", kept));
+                continue;
+            }
+        };
         // Size guard: only when shorter in tokens.
         let before = unit_tokens();
         if tok.count(&text) >= before {
@@ -396,6 +368,71 @@ fn render_message(
         out.tokens = tok.count(&out.text);
     }
     out
+}
+
+/// A unit's marker text, what was done and why, and the summary body (for the summariser).
+struct Replacement {
+    text: String,
+    action: &'static str,
+    reason: Cow<'static, str>,
+    body: Option<String>,
+}
+
+/// The marker a unit of text `original` gets for its fate, in the message whose marker id is
+/// `id` (`tokens`: the unit's tokens, for a superseded unit's longer or shorter form); the
+/// reason it is kept as it is for [`Fate::Keep`].
+fn replacement(
+    fate: Fate,
+    original: &str,
+    id: &str,
+    parsed: &super::parse::Parsed<'_>,
+    tok: &super::counter::Tokens<'_>,
+    tokens: impl Fn() -> usize,
+) -> Result<Replacement, Cow<'static, str>> {
+    let done = |text: String, action: &'static str, reason: Cow<'static, str>, body| {
+        Ok(Replacement {
+            text,
+            action,
+            reason,
+            body,
+        })
+    };
+    match fate {
+        Fate::Keep(reason) => Err(reason),
+        Fate::Dup { of, similarity } => {
+            let size = crate::text::count_chars(original);
+            let name = parsed.name(of);
+            let text = match similarity {
+                None => format!("[dup#{id}: same as {name} — {size} chars]"),
+                Some(s) => format!("[dup#{id}: ~{s}% like {name} — {size} chars]"),
+            };
+            let reason = format!("duplicate of message {}", of + parsed.offset);
+            done(text, "deduped", reason.into(), None)
+        }
+        Fate::Replace { body, action } => {
+            let text = format!("[summary#{id}: {body}]");
+            done(text, action, "compressed".into(), Some(body))
+        }
+        Fate::Superseded {
+            full,
+            compact,
+            reason,
+        } => {
+            let text = format!("[summary#{id}: {full}]");
+            let text = if tok.count(&text) < tokens() {
+                text
+            } else {
+                format!("[summary#{id}: {compact}]")
+            };
+            done(text, "superseded", reason.into(), None)
+        }
+        Fate::Truncate => {
+            let size = crate::text::count_chars(original);
+            let preview = summarize::cut_at_word(original.trim(), 60);
+            let text = format!("[truncated#{id} — {size} chars: {preview}]");
+            done(text, "truncated", "token budget".into(), None)
+        }
+    }
 }
 
 /// Tool output the summariser may rewrite: plain text (not JSON, not line-structured output,
