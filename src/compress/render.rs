@@ -370,6 +370,33 @@ fn render_message(
     out
 }
 
+/// A plan's token totals and ratio, and what the summariser did (or the warning that there was
+/// none to ask).
+fn totals(
+    stats: &mut CompressStats,
+    parsed: &super::parse::Parsed<'_>,
+    tokens_after: usize,
+    options: &super::options::CompressOptions,
+    summarizer: SummarizerStats,
+) {
+    stats.tokens_before = parsed.counts.iter().sum();
+    stats.tokens_after = tokens_after;
+    stats.ratio = if tokens_after == 0 {
+        1.0
+    } else {
+        stats.tokens_before as f64 / tokens_after as f64
+    };
+    if options.method.is_abstractive() {
+        if options.summaries.is_none() {
+            stats
+                .warnings
+                .push(method::no_summarizer_warning(options.method));
+        } else if summarizer.accepted + summarizer.rejected > 0 {
+            stats.summarizer = Some(summarizer);
+        }
+    }
+}
+
 /// A unit's marker text, what was done and why, and the summary body (for the summariser).
 struct Replacement {
     text: String,
@@ -790,22 +817,7 @@ pub(super) fn plan(env: &Env<'_, '_>, shape: &Shape) -> Plan {
         i += 1;
     }
     stats.messages_after = out.len();
-    stats.tokens_before = parsed.counts.iter().sum();
-    stats.tokens_after = tokens_after;
-    stats.ratio = if tokens_after == 0 {
-        1.0
-    } else {
-        stats.tokens_before as f64 / tokens_after as f64
-    };
-    if options.method.is_abstractive() {
-        if options.summaries.is_none() {
-            stats
-                .warnings
-                .push(method::no_summarizer_warning(options.method));
-        } else if summarizer.accepted + summarizer.rejected > 0 {
-            stats.summarizer = Some(summarizer);
-        }
-    }
+    totals(&mut stats, parsed, tokens_after, options, summarizer);
     trace.sort_by_key(|d| (d.index, d.block));
     Plan {
         messages: out,
