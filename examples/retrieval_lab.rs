@@ -8,10 +8,12 @@
 //! cargo run --release --example retrieval_lab -- /work/shared/data/ir/cisi [--sentences]
 //! ```
 //!
-//! The baseline row reproduces `bench/ir.sh`'s hybrid (the library's `fuse_lists`); the other
-//! rows are variants measured for issue 32 (docs/benchmarks.md, "query"). `--sentences` also
-//! embeds every sentence of every chunk (timed against the chunk embedding) for max-sentence
-//! rescoring.
+//! The `Library(..)` rows are the library's `fuse_lists` and reproduce `bench/ir.sh`'s hybrid
+//! rows (RRF and the default convex fusion); the other rows are the variants measured for
+//! issue 32, each described at [`Spec`] (docs/benchmarks.md, "query", has the table). Run it
+//! from the repository root (the cache is `bench/out/lab/`, the model `models/`).
+//! `--sentences` also embeds every sentence of every chunk (timed against the chunks'
+//! embedding; cached too) for the max-sentence rows.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
