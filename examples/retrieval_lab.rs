@@ -298,8 +298,18 @@ impl Lab<'_> {
                 } else {
                     lex
                 };
+                let dmax = dense.first().map_or(1.0, |h| h.1);
+                let floor100 = dense.get(99).map_or(0.15, |h| h.1);
                 let dense: Vec<(u32, f32)> = match d {
                     1 => dense.iter().map(|&(s, c)| (s, (c - 0.15) / 0.5)).collect(),
+                    4 => dense
+                        .iter()
+                        .map(|&(s, c)| (s, ((c - 0.15) / (dmax - 0.15)).max(0.0)))
+                        .collect(),
+                    5 => dense
+                        .iter()
+                        .map(|&(s, c)| (s, ((c - floor100) / (dmax - floor100)).max(0.0)))
+                        .collect(),
                     _ => dense,
                 };
                 // Modes 1 are already scaled: normalise them as "from 0 by 1" (max-free).
@@ -310,7 +320,11 @@ impl Lab<'_> {
                     _ => 3,
                 };
                 let lmode = if l == 0 { 2 } else { mode(l) };
-                let dmode = if d == 0 { 1 } else { mode(d) };
+                let dmode = match d {
+                    0 => 1,
+                    4 | 5 => 4,
+                    _ => mode(d),
+                };
                 cc(n, &[(&lex, alpha, lmode), (&dense, 1.0 - alpha, dmode)])
             }
             Spec::Adaptive(mode) => {
@@ -620,6 +634,10 @@ fn run() -> R {
         (0.4, 3, 3),
     ] {
         specs.push(Cc(alpha, l, d));
+    }
+    for alpha in [0.25f32, 0.3, 0.4] {
+        specs.push(Cc(alpha, 0, 4));
+        specs.push(Cc(alpha, 0, 5));
     }
     specs.extend([Adaptive(0), Adaptive(1), Adaptive(2)]);
     for (fb, n, lambda) in [
