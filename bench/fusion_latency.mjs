@@ -5,7 +5,8 @@
 // The corpus and questions are bench/query.mjs's (chunk-sized documents recombined from the
 // dev IR corpora, lexical embedder with the vector side forced on, so the fusion sees two
 // 1,000-deep lists; a MiniLM query adds the model's time, the same for both methods). Rounds
-// alternate the methods so that a change in machine load hits both alike.
+// interleave the methods (and alternate which goes first) so that a change in machine load hits
+// both alike.
 //
 //   node bench/fusion_latency.mjs [--sizes 10000] [--queries 200] [--rounds 3]
 //       (after cargo build --release; the wasm column needs scripts/build-pkg)
@@ -38,7 +39,9 @@ for (const n of sizes) {
   if (index) index.add(docs);
   const times = Object.fromEntries(methods.map((m) => [m, { native: [], wasm: [] }]));
   for (let r = 0; r < rounds; r++) {
-    for (const m of methods) {
+    // Which method goes first alternates, so that a garbage collection or a burst of load
+    // after the first pass does not always land on the same one.
+    for (const m of r % 2 ? [...methods].reverse() : methods) {
       const options = { denseWeight: 1, fusion: m };
       const lines = execFileSync(cli, ['query', '--index', `${out}fusion-${n}.bin`, '--options', JSON.stringify(options)], {
         input, maxBuffer: 1 << 30,
