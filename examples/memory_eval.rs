@@ -19,10 +19,11 @@
 use std::fs;
 use std::io::Write;
 
-use condense::embed::{EmbedOptions, Embedder};
 use condense::retrieve::index::{Document, Index, IndexOptions};
 use condense::retrieve::options::QueryOptions;
 use condense::text::keys::{contains_token, extract};
+
+mod common;
 
 fn main() {
     if let Err(e) = run() {
@@ -124,13 +125,7 @@ fn run() -> Result<(), String> {
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| format!("{root}/../shared/data/conversations"));
     let write = args.iter().any(|a| a == "--write");
-    let read = |n: &str| fs::read(format!("{root}/models/{n}")).map_err(|e| format!("{n}: {e}"));
-    let embedder = Embedder::from_bytes_with(
-        &read("model.onnx")?,
-        &read("tokenizer.json")?,
-        EmbedOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let embedder = common::minilm()?;
     let systems: [(&str, &str); 6] = [
         ("BM25", r#""lexicalWeight":1,"denseWeight":0"#),
         ("MiniLM", r#""lexicalWeight":0,"denseWeight":1"#),
@@ -162,12 +157,7 @@ fn run() -> Result<(), String> {
     println!("|---|---|---|---|---|---|---|---|");
     for set in ["sharegpt_dev", "tool_sessions_dev_openai"] {
         let path = format!("{data}/{set}.jsonl");
-        let records: Vec<serde_json::Value> = fs::read_to_string(&path)
-            .map_err(|e| format!("{path}: {e}"))?
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).map_err(|e| format!("{path}: {e}")))
-            .collect::<Result<_, _>>()?;
+        let records = common::read_jsonl(&path)?;
         let cases = cases(&records);
         if write {
             let dir = format!("{root}/bench/data/memory");

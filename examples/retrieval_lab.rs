@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::time::Instant;
 
-use condense::embed::{EmbedOptions, Embedder};
+use condense::embed::Embedder;
 use condense::retrieve::analyze::{Analyzer, AnalyzerOptions};
 use condense::retrieve::bm25::{Bm25, Bm25Params};
 use condense::retrieve::chunk::{chunk_document, ChunkOptions};
@@ -30,17 +30,8 @@ use condense::retrieve::Chunk;
 
 type R = Result<(), String>;
 
-fn read_jsonl(path: &str) -> Result<Vec<serde_json::Value>, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("{path}: {e}")))
-        .collect()
-}
-
-fn field<'a>(v: &'a serde_json::Value, name: &str) -> &'a str {
-    v.get(name).and_then(|x| x.as_str()).unwrap_or("")
-}
+mod common;
+use common::{field, read_jsonl};
 
 fn main() {
     if let Err(e) = run() {
@@ -477,14 +468,7 @@ fn run() -> R {
         .unwrap_or("set");
     let cache = "bench/out/lab";
     fs::create_dir_all(cache).map_err(|e| e.to_string())?;
-    let root = env!("CARGO_MANIFEST_DIR");
-    let read = |n: &str| fs::read(format!("{root}/models/{n}")).map_err(|e| format!("{n}: {e}"));
-    let embedder = Embedder::from_bytes_with(
-        &read("model.onnx")?,
-        &read("tokenizer.json")?,
-        EmbedOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let embedder = common::minilm()?;
     let analyzer = Analyzer::new(AnalyzerOptions::default());
 
     let corpus = read_jsonl(&format!("{dir}/corpus.jsonl"))?;
