@@ -32,17 +32,8 @@ use condense::retrieve::analyze::{Analyzer, AnalyzerOptions};
 use condense::retrieve::bm25::{Bm25, Bm25Params};
 use condense::retrieve::chunk::{chunk_document, ChunkOptions};
 
-fn read_jsonl(path: &str) -> Result<Vec<serde_json::Value>, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("{path}: {e}")))
-        .collect()
-}
-
-fn field<'a>(v: &'a serde_json::Value, name: &str) -> &'a str {
-    v.get(name).and_then(|x| x.as_str()).unwrap_or("")
-}
+mod common;
+use common::{field, read_jsonl};
 
 fn main() {
     if let Err(e) = run() {

@@ -847,7 +847,14 @@ export interface QueryOptions {
   lexicalWeight?: number;
   /** query only: weight of the embedding list in the fusion. Default 1 with MiniLM, 0 with the lexical embedder. */
   denseWeight?: number | null;
-  /** query only: the RRF constant k. Default 60. */
+  /**
+   * query only: how the BM25 and embedding lists are combined. 'convex' (default): each list's scores
+   * normalised for this query (BM25 by its best, cosines min-max), a quarter lexical and three quarters
+   * dense before the two weights; 'rrf': Reciprocal Rank Fusion with `rrfK` (ranks only, the fusion of
+   * 0.1.0). Scores are calibrated alike either way, so `minScore` means the same.
+   */
+  fusion?: 'convex' | 'rrf';
+  /** query only: the RRF constant k, used with `fusion: 'rrf'`. Default 60. */
   rrfK?: number;
   /** query only: hits of each list that are fused (1–10000). Default 1000. */
   candidates?: number;

@@ -19,7 +19,7 @@
 //! `{minScore: 0, ngramThreshold: 1, similarityThreshold: 1, maxChunksPerDoc: 0}` gives the
 //! plain ranking (its first `topN` candidates, in order).
 //!
-//! The retrieval-side fields (`lexicalWeight`, `denseWeight`, `rrfK`, `candidates`) are read
+//! The retrieval-side fields (`lexicalWeight`, `denseWeight`, `fusion`, `rrfK`, `candidates`) are read
 //! and validated here and used by `query`'s fusion; `compressResults` ignores them.
 //!
 //! ```
@@ -49,6 +49,19 @@ pub enum ResultFormat {
     Verbose,
     /// The results array as JSON text.
     Json,
+}
+
+/// How `query` combines its lexical and dense candidate lists
+/// ([`fuse`](super::fuse), where both are described and measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusionMethod {
+    /// Each side's scores normalised by its own list for this query, then a weighted sum
+    /// (the lexical side a quarter, before `lexicalWeight` and `denseWeight`). The default.
+    #[default]
+    Convex,
+    /// Reciprocal Rank Fusion with constant `rrfK` (ranks only).
+    Rrf,
 }
 
 /// Options of `query` and `compressResults` (see the [module docs](self) for the stage order).
@@ -84,7 +97,11 @@ pub struct QueryOptions {
     /// repeat what BM25 already knows (fused with weight 0.1–0.5 they lowered nDCG@10 on MED by
     /// .008–.035; docs/benchmarks.md, "query"). `null` in JSON means the default.
     pub dense_weight: Option<f64>,
-    /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1). Default 60.
+    /// `query` only: how the lexical and dense lists are combined, `"convex"` (normalised
+    /// scores, weighted: the default) or `"rrf"` (Reciprocal Rank Fusion).
+    pub fusion: FusionMethod,
+    /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1), used with `fusion: "rrf"`.
+    /// Default 60.
     pub rrf_k: f64,
     /// `query` only: how many hits of each list are fused (1–10000). Default 1000 (fusing
     /// deeper lists raised nDCG@10 and R@100 on the dev IR sets; the fused list handed to result
@@ -109,6 +126,7 @@ impl Default for QueryOptions {
             format: ResultFormat::Compact,
             lexical_weight: 1.0,
             dense_weight: None,
+            fusion: FusionMethod::Convex,
             rrf_k: 60.0,
             candidates: 1000,
             query_kind: None,

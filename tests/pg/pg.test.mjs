@@ -127,7 +127,8 @@ test('query() gives the in-memory index results (lexical embedder: BM25 in SQL)'
     undefined,
     { minScore: 0, topN: 10, maxChunksPerDoc: 0 },
     { topN: 3, format: 'verbose', truncate: false },
-    { format: 'json', candidates: 50, rrfK: 20 },
+    { format: 'json', candidates: 50, rrfK: 20, fusion: 'rrf' },
+    { minScore: 0, topN: 10, candidates: 50, fusion: 'convex' },
   ];
   for (const options of optionSets) {
     for (const q of questions) {
