@@ -24,7 +24,8 @@
 //! Every stage sees every survivor of the stage before it (the stats count each stage over the
 //! whole list, as retrieval tools report them), so the two dedup stages cost
 //! O(survivors × kept) comparisons: `minScore` first keeps that small, and `query` passes at
-//! most its fused `candidates` (default 100).
+//! most its fused pool ([`compression_pool`](super::index::compression_pool): 10 × `topN`,
+//! between 50 and 200).
 //!
 //! A threshold of exactly 1 switches its dedup stage off (see
 //! [`options`](super::options)): with `{minScore: 0, ngramThreshold: 1,
