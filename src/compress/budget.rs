@@ -406,7 +406,7 @@ impl Chooser<'_, '_, '_> {
             ..floor
         });
         let cap = render::fold_chars_cap(self.env, &floor);
-        let room = (0, (budget * 8).min(cap) + 1);
+        let room = (0, budget.saturating_mul(8).min(cap) + 1);
         search::largest_fitting(
             room,
             none,
@@ -484,7 +484,7 @@ fn fold_all(env: &Env<'_, '_>, deepest: Shape, budget: usize) -> Option<Shape> {
     }
     let cap = render::fold_chars_cap(env, &with(0));
     let chars = search::largest_fitting(
-        (0, (budget * 8).min(cap) + 1),
+        (0, budget.saturating_mul(8).min(cap) + 1),
         none,
         budget,
         |c| c as f64,
