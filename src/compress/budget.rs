@@ -339,18 +339,14 @@ impl Chooser<'_, '_, '_> {
         if best.1 > budget {
             return None;
         }
-        let (mut lo, mut hi) = (0, n);
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            let s = stage.at(mid, min_rung);
+        search::fewest_fitting((0, n), |k| {
+            let s = stage.at(k, min_rung);
             let t = self.total(&s);
             if t <= budget {
-                hi = mid;
                 best = (s, t);
-            } else {
-                lo = mid;
             }
-        }
+            t <= budget
+        });
         Some(best)
     }
 
@@ -452,19 +448,16 @@ impl Chooser<'_, '_, '_> {
             prev = k;
             k *= 2;
         }
-        if let Some((mut lo, mut hi)) = found {
-            // Invariant: truncating `hi` fits; find the fewest.
-            while lo + 1 < hi {
-                let mid = lo + (hi - lo) / 2;
-                let s = truncating(mid);
+        if let Some(bracket) = found {
+            // Truncating the bracket's end fits; find the fewest.
+            search::fewest_fitting(bracket, |k| {
+                let s = truncating(k);
                 let t = self.total(&s);
                 if t <= budget {
-                    hi = mid;
                     best = (s, t);
-                } else {
-                    lo = mid;
                 }
-            }
+                t <= budget
+            });
         }
         best
     }

@@ -70,17 +70,24 @@ pub(crate) fn json_compact(
     preserve_numbers: bool,
     keep_strings: bool,
 ) -> String {
+    rendered(
+        value,
+        &Ctx {
+            level,
+            seen,
+            msg,
+            preserve_numbers,
+            keep_strings,
+            floor: false,
+            strings: None,
+        },
+    )
+}
+
+/// `value` rendered under `ctx`.
+fn rendered<'v>(value: &'v Value, ctx: &Ctx<'_, 'v>) -> String {
     let mut out = String::with_capacity(64);
-    let ctx = Ctx {
-        level,
-        seen,
-        msg,
-        preserve_numbers,
-        keep_strings,
-        floor: false,
-        strings: None,
-    };
-    render(value, &ctx, &mut out);
+    render(value, ctx, &mut out);
     out
 }
 
@@ -94,18 +101,18 @@ pub(crate) fn json_compact_with<'v>(
     preserve_numbers: bool,
     strings: &LongStrings<'v>,
 ) -> String {
-    let mut out = String::with_capacity(64);
-    let ctx = Ctx {
-        level,
-        seen,
-        msg,
-        preserve_numbers,
-        keep_strings: false,
-        floor: false,
-        strings: Some(strings),
-    };
-    render(value, &ctx, &mut out);
-    out
+    rendered(
+        value,
+        &Ctx {
+            level,
+            seen,
+            msg,
+            preserve_numbers,
+            keep_strings: false,
+            floor: false,
+            strings: Some(strings),
+        },
+    )
 }
 
 /// The long strings of JSON values, each split and scored once ([`Prepared`]) and summarised
@@ -132,17 +139,18 @@ pub(crate) fn json_compact_floor(
     msg: usize,
     preserve_numbers: bool,
 ) -> usize {
-    let mut out = String::with_capacity(64);
-    let ctx = Ctx {
-        level: Level::DEFAULT,
-        seen,
-        msg,
-        preserve_numbers,
-        keep_strings: false,
-        floor: true,
-        strings: None,
-    };
-    render(value, &ctx, &mut out);
+    let out = rendered(
+        value,
+        &Ctx {
+            level: Level::DEFAULT,
+            seen,
+            msg,
+            preserve_numbers,
+            keep_strings: false,
+            floor: true,
+            strings: None,
+        },
+    );
     crate::text::count_chars(&out)
 }
 

@@ -78,6 +78,24 @@ pub(super) fn largest_fitting(
     lo
 }
 
+/// The smallest `p` in `(lo, hi]` for which `fits(p)`, given that `hi` fits and `lo` does not
+/// (neither is tried): a bisection, for counts whose plans only grow smaller as they grow
+/// (messages folded, texts truncated). `fits` is called once per step.
+pub(super) fn fewest_fitting(
+    (mut lo, mut hi): (usize, usize),
+    mut fits: impl FnMut(usize) -> bool,
+) -> usize {
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
