@@ -378,7 +378,11 @@ export interface CompressOptions {
    * accidents)
    */
   cacheKey?: string;
-  /** The most entries the cache keeps; the least recently used go first (deterministic). @default 10000 */
+  /**
+   * The most entries the cache keeps; the least recently used go first (deterministic). At most
+   * 1,048,576, the most a cache may hold: a cache read with more is refused (`too_large` at
+   * `options.cache.entries`). @default 10000
+   */
   cacheLimit?: number;
   /**
    * Prefix-stable mode: re-compressing the conversation grown by new messages leaves the earlier

@@ -33,7 +33,9 @@
 //!
 //! **Bound and eviction.** At the end of a call the cache keeps at most
 //! `options.cacheLimit` entries (default 10,000): the most recently used first (every entry
-//! records the call — `generation` — that last used it), ties by key. Deterministic.
+//! records the call — `generation` — that last used it), ties by key. Deterministic. A cache
+//! read with more than [`MAX_CACHE_ENTRIES`] entries is refused (`too_large` at its
+//! `entries`), and `cacheLimit` may not exceed it.
 //!
 //! **Bad cache input.** A cache that is not the shape below is a typed error at its path
 //! (`invalid_options` at `options.cache.entries[3].value`): that is a caller's bug. A cache of
@@ -73,6 +75,11 @@ pub const CACHE_VERSION: u32 = 1;
 
 /// The default bound on a cache's entries (`options.cacheLimit`).
 pub const DEFAULT_CACHE_LIMIT: usize = 10_000;
+
+/// The most entries a cache may hold: a cache read with more is refused (`too_large` at its
+/// `entries`), and `options.cacheLimit` may not ask for more. A hundred times the default; at
+/// the sizes summaries have (a few hundred bytes) that is a few hundred megabytes of cache.
+pub const MAX_CACHE_ENTRIES: usize = 1 << 20;
 
 /// The engine a cache was built by: values computed by another release may differ.
 fn engine() -> String {
@@ -240,11 +247,31 @@ impl CompressCache {
     }
 
     fn from_wire(wire: Wire, path: &str, key: Option<&[u8]>) -> Result<CompressCache, Error> {
+        Self::from_wire_within(wire, path, key, MAX_CACHE_ENTRIES)
+    }
+
+    /// [`from_wire`](Self::from_wire) with the bound on entries given (tests use a small one).
+    fn from_wire_within(
+        wire: Wire,
+        path: &str,
+        key: Option<&[u8]>,
+        max_entries: usize,
+    ) -> Result<CompressCache, Error> {
         let ignored = |why: String| CompressCache {
             warning: Some(format!("cache ignored and rebuilt: {why}")),
             key: key.map(<[u8]>::to_vec),
             ..CompressCache::default()
         };
+        if wire.entries.len() > max_entries {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("{path}.entries"),
+                format!(
+                    "a cache holds at most {max_entries} entries (this one has {})",
+                    wire.entries.len()
+                ),
+            ));
+        }
         let mut entries = BTreeMap::new();
         for (i, e) in wire.entries.into_iter().enumerate() {
             if e.key.len() != 32 || !e.key.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -574,6 +601,36 @@ mod tests {
         let after = memo.take_cache(100).unwrap();
         assert_eq!(after.generation(), u64::MAX);
         assert_eq!(after.len(), 1);
+    }
+
+    /// A cache with more entries than the bound is refused at its `entries`, before any entry
+    /// is read; one at the bound is read.
+    #[test]
+    fn a_cache_over_the_entry_bound_is_refused() {
+        let memo = Memo::with_cache(CompressCache::new());
+        for i in 0..3u8 {
+            memo.text(&[b"t", &[i]], || "s".into());
+        }
+        let json = memo.take_cache(100).unwrap().to_json();
+        let wire = || read_json::<Wire>(&json, ErrorKind::InvalidOptions, "c").unwrap();
+        let err = CompressCache::from_wire_within(wire(), "options.cache", None, 2).unwrap_err();
+        assert_eq!(err.code(), "too_large");
+        assert_eq!(err.path(), "options.cache.entries");
+        let read = CompressCache::from_wire_within(wire(), "options.cache", None, 3).unwrap();
+        assert_eq!((read.len(), read.warning()), (3, None));
+    }
+
+    /// `cacheLimit` may not ask for more than a cache may hold.
+    #[test]
+    fn cache_limit_is_bounded() {
+        let over = serde_json::json!({ "cacheLimit": MAX_CACHE_ENTRIES + 1 });
+        let err = crate::compress::CompressOptions::from_value(&over).unwrap_err();
+        assert_eq!(
+            (err.code(), err.path()),
+            ("invalid_options", "options.cacheLimit")
+        );
+        let at = serde_json::json!({ "cacheLimit": MAX_CACHE_ENTRIES });
+        assert!(crate::compress::CompressOptions::from_value(&at).is_ok());
     }
 
     #[test]

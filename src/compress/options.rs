@@ -107,7 +107,7 @@ pub struct CompressOptions {
     /// false` and a warning). Default false.
     pub prefix_stable: bool,
     /// The most entries the incremental cache keeps (the least recently used are evicted).
-    /// Default 10,000.
+    /// Default 10,000; at most [`MAX_CACHE_ENTRIES`](super::cache::MAX_CACHE_ENTRIES).
     pub cache_limit: usize,
 }
 
@@ -193,6 +193,16 @@ impl CompressOptions {
                     "must be between 0 and 1",
                 ));
             }
+        }
+        if self.cache_limit > super::cache::MAX_CACHE_ENTRIES {
+            return Err(Error::new(
+                ErrorKind::InvalidOptions,
+                "options.cacheLimit",
+                format!(
+                    "must be at most {} (a cache's largest size)",
+                    super::cache::MAX_CACHE_ENTRIES
+                ),
+            ));
         }
         self.patterns().map(|_| ())
     }
