@@ -70,17 +70,13 @@ mod wasm {
         #[wasm_bindgen(js_name = loadInfo)]
         pub fn load_info(&self) -> String {
             match self.inner.load_info() {
-                Some(i) => format!(
-                    "{{\"castsFolded\":{},\"nodesRepaired\":{},\"integerMatmuls\":{},\"loadMs\":{}}}",
-                    i.casts_folded,
-                    i.nodes_repaired,
-                    i.integer_matmuls,
-                    if i.load_ms.is_finite() {
-                        i.load_ms
-                    } else {
-                        0.0
+                // A clock that failed gives 0 ms, not a NaN that JSON cannot carry.
+                Some(mut i) => {
+                    if !i.load_ms.is_finite() {
+                        i.load_ms = 0.0;
                     }
-                ),
+                    serde_json::to_string(&i).unwrap_or_else(|_| "null".into())
+                }
                 None => "null".into(),
             }
         }

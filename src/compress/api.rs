@@ -242,22 +242,12 @@ fn write(json: &str, doc: &RawDocument<'_>, plan: Plan) -> CompressJsonResult {
             Out::New(t) => t.as_str(),
         }),
     );
-    let mut verbatim = String::from("{");
-    for (n, (id, originals)) in plan.verbatim.iter().enumerate() {
-        if n > 0 {
-            verbatim.push(',');
-        }
-        verbatim.push_str(&Value::String(id.clone()).to_string());
-        verbatim.push_str(":[");
-        for (k, &i) in originals.iter().enumerate() {
-            if k > 0 {
-                verbatim.push(',');
-            }
-            verbatim.push_str(doc.messages[i].get());
-        }
-        verbatim.push(']');
-    }
-    verbatim.push('}');
+    let verbatim = verbatim_text(
+        plan.verbatim
+            .iter()
+            .map(|(id, v)| (id.as_str(), v.as_slice())),
+        |i| doc.messages[i].get(),
+    );
     CompressJsonResult {
         json: text,
         verbatim,
@@ -265,6 +255,31 @@ fn write(json: &str, doc: &RawDocument<'_>, plan: Plan) -> CompressJsonResult {
         trace: plan.trace,
         requests: plan.requests,
     }
+}
+
+/// `verbatim` as compress_json writes it: `{"id":[original, …],…}`, the ids as JSON strings,
+/// each original the input message's text (`text_of(index)`).
+fn verbatim_text<'a, 'b>(
+    verbatim: impl Iterator<Item = (&'b str, &'b [usize])>,
+    text_of: impl Fn(usize) -> &'a str,
+) -> String {
+    let mut out = String::from("{");
+    for (n, (id, originals)) in verbatim.enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(id.to_string()).to_string());
+        out.push_str(":[");
+        for (k, &i) in originals.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(text_of(i));
+        }
+        out.push(']');
+    }
+    out.push('}');
+    out
 }
 
 /// How the result of a bare JSON array is made of its input (see [`compress_parts`]: the JS
@@ -287,6 +302,45 @@ pub struct CompressParts {
     pub trace: Option<Vec<Decision>>,
     /// The summariser's requests (see [`CompressResult::requests`]).
     pub requests: Vec<super::method::SummaryRequest>,
+}
+
+impl CompressParts {
+    /// The parts joined into [`compress_json`]'s result for the same input: `json` is the text
+    /// the parts were made from (a span outside it reads as `null`).
+    pub fn into_written(self, json: &str) -> CompressJsonResult {
+        let slice = |i: usize| {
+            self.spans
+                .get(i)
+                .and_then(|r| json.get(r.clone()))
+                .unwrap_or("null")
+        };
+        let mut fresh = self.fresh.iter();
+        let mut text = String::with_capacity(json.len());
+        text.push('[');
+        for (n, m) in self.messages.iter().enumerate() {
+            if n > 0 {
+                text.push(',');
+            }
+            match m {
+                Some(i) => text.push_str(slice(*i)),
+                None => text.push_str(fresh.next().map_or("null", String::as_str)),
+            }
+        }
+        text.push(']');
+        let verbatim = verbatim_text(
+            self.verbatim
+                .iter()
+                .map(|(id, v)| (id.as_str(), v.as_slice())),
+            slice,
+        );
+        CompressJsonResult {
+            json: text,
+            verbatim,
+            stats: self.stats,
+            trace: self.trace,
+            requests: self.requests,
+        }
+    }
 }
 
 /// The result of [`compress_parts`]: parts for a bare array, the written text for a request

@@ -64,8 +64,17 @@ fn parts_assemble_to_the_written_text() {
                 else {
                     panic!("a bare array gives parts");
                 };
-                assert_eq!(assemble(&json, &parts), (written.json, written.verbatim));
+                assert_eq!(
+                    assemble(&json, &parts),
+                    (written.json.clone(), written.verbatim.clone())
+                );
                 assert_eq!(parts.stats, written.stats);
+                // The core's own join (the wasm export's text result) gives the same text.
+                let joined = parts.into_written(&json);
+                assert_eq!(
+                    (joined.json, joined.verbatim, joined.stats),
+                    (written.json, written.verbatim, written.stats)
+                );
                 checked += 1;
             }
         }

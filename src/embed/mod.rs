@@ -233,7 +233,11 @@ pub struct OpTime {
 }
 
 /// How a model was loaded (diagnostics for benches and logs; not part of the identity).
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// Its JSON form (JS `Embedder.loadInfo()`) is `{castsFolded, nodesRepaired, integerMatmuls,
+/// loadMs}`; when read, the two counts of repaired nodes and integer matmuls default to 0.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LoadInfo {
     /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
     pub casts_folded: usize,
@@ -243,11 +247,13 @@ pub struct LoadInfo {
     /// tract's cost model prefers (`src/embed/engine/kernels.rs`); in wasm the matmuls that use
     /// condense's 8×8 f32 kernel (`src/embed/engine/wasm_kernel.rs`). Same values (bit for bit),
     /// faster. Also counted: [`LoadInfo::integer_matmuls`].
+    #[serde(default)]
     pub nodes_repaired: usize,
     /// Weight matmuls run as integer products (`src/embed/engine/quant.rs`), which round each
     /// token's activations to 16 bits: 36 for MiniLM-L6 in wasm and on x86-64 CPUs with AVX2,
     /// 0 elsewhere (f32 throughout). Vectors of the two paths agree to a cosine of ~0.9999998;
     /// wasm and x86-64 give the same bits.
+    #[serde(default)]
     pub integer_matmuls: usize,
     /// Wall time of `Embedder::from_bytes` in milliseconds ([`crate::clock::now_ms`]).
     pub load_ms: f64,

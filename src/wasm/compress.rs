@@ -173,49 +173,7 @@ pub fn compress(
                     ("cache", cache),
                 ])
             }
-            Compressed::Parts(p) => {
-                // The text from the parts, as compress_json writes it.
-                let slice = |i: usize| json.get(p.spans[i].clone()).unwrap_or("null");
-                let mut fresh = p.fresh.iter();
-                let mut text = String::with_capacity(json.len());
-                text.push('[');
-                for (n, m) in p.messages.iter().enumerate() {
-                    if n > 0 {
-                        text.push(',');
-                    }
-                    match m {
-                        Some(i) => text.push_str(slice(*i)),
-                        None => text.push_str(fresh.next().map_or("null", String::as_str)),
-                    }
-                }
-                text.push(']');
-                let mut verbatim = String::from("{");
-                for (n, (id, originals)) in p.verbatim.iter().enumerate() {
-                    if n > 0 {
-                        verbatim.push(',');
-                    }
-                    verbatim.push_str(&serde_json::Value::String(id.clone()).to_string());
-                    verbatim.push_str(":[");
-                    for (k, &i) in originals.iter().enumerate() {
-                        if k > 0 {
-                            verbatim.push(',');
-                        }
-                        verbatim.push_str(slice(i));
-                    }
-                    verbatim.push(']');
-                }
-                verbatim.push('}');
-                written_js(
-                    CompressJsonResult {
-                        json: text,
-                        verbatim,
-                        stats: p.stats,
-                        trace: p.trace,
-                        requests: p.requests,
-                    },
-                    cache,
-                )
-            }
+            Compressed::Parts(p) => written_js(p.into_written(json), cache),
         }
     };
     if let Some(json) = input.as_string() {

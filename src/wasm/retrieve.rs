@@ -77,28 +77,12 @@ impl WasmEmbedder {
                 format!("must be {DIMS}"),
             )));
         }
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Load {
-            casts_folded: usize,
-            #[serde(default)]
-            nodes_repaired: usize,
-            #[serde(default)]
-            integer_matmuls: usize,
-            load_ms: f64,
-        }
         let load = match optional_json(&load_info, "loadInfo")? {
             None => None,
-            Some(json) => {
-                let l: Load =
-                    read_json(&json, ErrorKind::InvalidOptions, "loadInfo").map_err(js_error)?;
-                Some(LoadInfo {
-                    casts_folded: l.casts_folded,
-                    nodes_repaired: l.nodes_repaired,
-                    integer_matmuls: l.integer_matmuls,
-                    load_ms: l.load_ms,
-                })
-            }
+            Some(json) => Some(
+                read_json::<LoadInfo>(&json, ErrorKind::InvalidOptions, "loadInfo")
+                    .map_err(js_error)?,
+            ),
         };
         let call = move |texts: &[&str]| -> Result<Vec<Vector>, Error> {
             let failed = |reason: String| Error::new(ErrorKind::InvalidModel, "embedder", reason);
@@ -162,12 +146,7 @@ impl WasmEmbedder {
     pub fn load_info(&self) -> Result<JsValue, JsValue> {
         match self.inner.load_info() {
             None => Ok(JsValue::NULL),
-            Some(info) => to_js(&serde_json::json!({
-                "castsFolded": info.casts_folded,
-                "nodesRepaired": info.nodes_repaired,
-                "integerMatmuls": info.integer_matmuls,
-                "loadMs": info.load_ms,
-            })),
+            Some(info) => to_js(&info),
         }
     }
 
