@@ -262,6 +262,8 @@ fn render_message(
     };
     let whole_text = |block: Option<usize>| block.is_none() && !has_tool_calls(value);
     let mut abstractive = Abstractive::new(env.options);
+    // The token count of the last replacement's text (a whole-text message's size, below).
+    let mut last_tokens = 0;
     for u in units {
         let unit = env.units.all[u];
         let unit_tokens = || {
@@ -303,7 +305,8 @@ fn render_message(
         };
         // Size guard: only when shorter in tokens.
         let before = unit_tokens();
-        if tok.count(&text) >= before {
+        let mut after = tok.count(&text);
+        if after >= before {
             out.decisions
                 .push((unit.block, "preserved", "summary not shorter".into()));
             continue;
@@ -325,6 +328,7 @@ fn render_message(
                     (&wrap, before),
                 ) {
                     text = t;
+                    after = tok.count(&text);
                     reason = "compressed by the summarizer".into();
                 }
             }
@@ -338,6 +342,7 @@ fn render_message(
         }
         out.decisions.push((unit.block, action, reason));
         out.replacements.push((unit.block, text));
+        last_tokens = after;
     }
     if key.condense {
         let condensed = condensable(value, &id, tok);
@@ -359,7 +364,7 @@ fn render_message(
         return out;
     }
     if out.condensed.is_none() && out.replacements.len() == 1 && whole_text(out.replacements[0].0) {
-        out.tokens = tok.count(&out.replacements[0].1);
+        out.tokens = last_tokens;
         if env.memoise {
             out.text = out.replacements[0].1.clone();
         }
