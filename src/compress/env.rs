@@ -65,6 +65,9 @@ pub(super) struct Env<'a, 'v> {
     /// the dozens of forms a budget tries do not each keep every message's text.
     pub(super) message_tokens: RefCell<FastMap<(usize, FormKey), usize>>,
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
+    /// What a unit's budget-fill summary may list, by unit and known set ([`Known::id`]): the
+    /// same for every level the budget tries.
+    pub(super) fill_candidates: RefCell<FastMap<(usize, usize), Rc<Vec<String>>>>,
     folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
     /// Compact renderings of JSON tool outputs by unit and `preserve_numbers`, with their
     /// characters, or their shortest possible size where they depend on the level.
@@ -102,6 +105,7 @@ impl<'a, 'v> Env<'a, 'v> {
             messages: RefCell::default(),
             message_tokens: RefCell::default(),
             knowns: RefCell::default(),
+            fill_candidates: RefCell::default(),
             folds: RefCell::default(),
             compact: RefCell::default(),
             strings: json::LongStrings::default(),
@@ -223,8 +227,8 @@ impl<'a, 'v> Env<'a, 'v> {
             .iter()
             .map(|(k, _)| k.clone())
             .collect();
-        let known = Rc::new(Known::new(set, self.terms));
         let mut knowns = self.knowns.borrow_mut();
+        let known = Rc::new(Known::new(set, self.terms, knowns.len()));
         knowns.push((kept.to_vec(), Rc::clone(&known)));
         (knowns.len() - 1, known)
     }

@@ -11,6 +11,7 @@
 
 use crate::text::hash::FastSet;
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use super::cache;
 use super::classify::UnitInfo;
@@ -71,6 +72,9 @@ pub(super) enum Fate {
 /// them again), with the fingerprints cache keys need.
 pub(super) struct Known {
     pub set: FastSet<String>,
+    /// Which of the call's known sets this is (its index in `Env::known`'s list): equal ids,
+    /// equal sets, within one call.
+    pub id: usize,
     /// The sorted set, hashed (budget-fill summaries depend on it).
     fp: String,
     /// The query's fingerprint.
@@ -78,7 +82,7 @@ pub(super) struct Known {
 }
 
 impl Known {
-    pub(super) fn new(set: FastSet<String>, terms: &Query) -> Known {
+    pub(super) fn new(set: FastSet<String>, terms: &Query, id: usize) -> Known {
         let (fp, query) = if terms.memo.has_cache() {
             let mut sorted: Vec<&str> = set.iter().map(String::as_str).collect();
             sorted.sort_unstable();
@@ -89,7 +93,7 @@ impl Known {
         } else {
             (String::new(), String::new())
         };
-        Known { set, fp, query }
+        Known { set, id, fp, query }
     }
 
     /// The key tokens of `text` worth listing in a budget-fill summary: not known, code spans
@@ -384,12 +388,7 @@ fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known:
     known.cached_with_known(tag, t, level, terms, || {
         let budget = level.budget(info.chars);
         let prepared = env.prepared(u, info.user);
-        let mut candidates = if info.user {
-            prepared.fact_values()
-        } else {
-            Vec::new()
-        };
-        extend_unique(&mut candidates, known.fill_keys(t, terms));
+        let candidates = fill_candidates(env, u, info.user, known);
         let share = summarize::sentence_share(&candidates, budget);
         let body = if share == 0 {
             String::new()
@@ -398,6 +397,34 @@ fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known:
         };
         summarize::fill(body, &candidates, budget)
     })
+}
+
+/// What unit `u`'s budget-fill summary may list: a user's fact values first, then the key
+/// tokens not in `known`. It does not depend on the level, so a budget's plans compute it once
+/// per unit and known set.
+fn fill_candidates(env: &Env<'_, '_>, u: usize, user: bool, known: &Known) -> Rc<Vec<String>> {
+    let make = || {
+        let mut candidates = if user {
+            env.prepared(u, user).fact_values()
+        } else {
+            Vec::new()
+        };
+        extend_unique(
+            &mut candidates,
+            known.fill_keys(env.units.all[u].text, env.terms),
+        );
+        Rc::new(candidates)
+    };
+    if !env.memoise {
+        return make();
+    }
+    let key = (u, known.id);
+    if let Some(c) = env.fill_candidates.borrow().get(&key) {
+        return Rc::clone(c);
+    }
+    let c = make();
+    env.fill_candidates.borrow_mut().insert(key, Rc::clone(&c));
+    c
 }
 
 /// `summarize::prose_with(text of u, level, terms, facts)`; when the call plans more than once,
