@@ -327,11 +327,14 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
                 return summarized(all.0.clone());
             }
             // The values under fields the query names first, then the key tokens.
-            let mut candidates: Vec<String> = values::named_by_query(v, terms)
-                .into_iter()
-                .filter(|k| !known.set.contains(k))
-                .collect();
-            extend_unique(&mut candidates, known.fill_keys(t, terms));
+            let candidates = memo_candidates(env, u, known, || {
+                let mut candidates: Vec<String> = values::named_by_query(v, terms)
+                    .into_iter()
+                    .filter(|k| !known.set.contains(k))
+                    .collect();
+                extend_unique(&mut candidates, known.fill_keys(t, terms));
+                candidates
+            });
             if let Some(compact) =
                 env.json_compact_within(u, v, level, options.preserve_numbers, budget)
             {
@@ -348,10 +351,12 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
             }));
         }
         // Other tool output: its values (both ends of a listing first) before its sentences.
-        let candidates: Vec<String> = values::tool_values_for(t, terms)
-            .into_iter()
-            .filter(|k| !known.set.contains(k))
-            .collect();
+        let candidates = memo_candidates(env, u, known, || {
+            values::tool_values_for(t, terms)
+                .into_iter()
+                .filter(|k| !known.set.contains(k))
+                .collect()
+        });
         let keys: usize = candidates.iter().map(|k| k.chars().count() + 2).sum();
         let share = budget.saturating_sub(keys + 8);
         let body = if share == 0 {
@@ -399,11 +404,10 @@ fn fill_prose(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known:
     })
 }
 
-/// What unit `u`'s budget-fill summary may list: a user's fact values first, then the key
-/// tokens not in `known`. It does not depend on the level, so a budget's plans compute it once
-/// per unit and known set.
+/// What unit `u`'s budget-fill prose may list: a user's fact values first, then the key tokens
+/// not in `known`.
 fn fill_candidates(env: &Env<'_, '_>, u: usize, user: bool, known: &Known) -> Rc<Vec<String>> {
-    let make = || {
+    memo_candidates(env, u, known, || {
         let mut candidates = if user {
             env.prepared(u, user).fact_values()
         } else {
@@ -413,16 +417,27 @@ fn fill_candidates(env: &Env<'_, '_>, u: usize, user: bool, known: &Known) -> Rc
             &mut candidates,
             known.fill_keys(env.units.all[u].text, env.terms),
         );
-        Rc::new(candidates)
-    };
+        candidates
+    })
+}
+
+/// The values and key tokens unit `u`'s budget-fill summary may list (`make` gives them for
+/// the unit's kind of text). They depend on the unit and the known set, not on the level, so a
+/// budget's plans compute them once per unit and known set.
+fn memo_candidates(
+    env: &Env<'_, '_>,
+    u: usize,
+    known: &Known,
+    make: impl FnOnce() -> Vec<String>,
+) -> Rc<Vec<String>> {
     if !env.memoise {
-        return make();
+        return Rc::new(make());
     }
     let key = (u, known.id);
     if let Some(c) = env.fill_candidates.borrow().get(&key) {
         return Rc::clone(c);
     }
-    let c = make();
+    let c = Rc::new(make());
     env.fill_candidates.borrow_mut().insert(key, Rc::clone(&c));
     c
 }
