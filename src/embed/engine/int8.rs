@@ -104,18 +104,17 @@ impl QuantWeights {
         let pairs = k.div_ceil(2);
         let panels = n.div_ceil(COLS);
         let mut packed = vec![weights(0, 0); panels * pairs * COLS];
-        let at = |i: usize, j: usize| -> i8 {
-            if i < k && j < n {
-                q[i * n + j]
-            } else {
-                0
-            }
-        };
-        for b in 0..panels {
-            for p in 0..pairs {
-                for c in 0..COLS {
+        // Rows by slices, not `q[i * n + j]` per weight: the same values, and no index
+        // arithmetic per weight (which overflow checks would pay for at every model load).
+        let rows: Vec<&[i8]> = q.chunks_exact(n.max(1)).take(k).collect();
+        for (b, panel) in packed.chunks_exact_mut(pairs * COLS).enumerate() {
+            for (p, slot) in panel.chunks_exact_mut(COLS).enumerate() {
+                let (top, bottom) = (rows.get(2 * p), rows.get(2 * p + 1));
+                let at =
+                    |row: Option<&&[i8]>, j: usize| row.and_then(|r| r.get(j)).map_or(0, |&v| v);
+                for (c, d) in slot.iter_mut().enumerate() {
                     let j = b * COLS + c;
-                    packed[(b * pairs + p) * COLS + c] = weights(at(2 * p, j), at(2 * p + 1, j));
+                    *d = weights(at(top, j), at(bottom, j));
                 }
             }
         }
@@ -133,13 +132,14 @@ impl QuantWeights {
     /// uses exactly the model's weights). Each column's scale is searched near `max|w| / 127`
     /// (and `/ 128`), a few units in the last place either way.
     pub(crate) fn recover(w: &[f32], k: usize, n: usize) -> Option<(Vec<i8>, Vec<f32>)> {
-        if k == 0 || n == 0 || w.len() != k * n {
+        if k == 0 || n == 0 || k.checked_mul(n) != Some(w.len()) {
             return None;
         }
-        let mut q = vec![0i8; k * n];
+        let mut q = vec![0i8; w.len()];
         let mut scales = vec![0f32; n];
         for j in 0..n {
-            let column = || (0..k).map(|i| w[i * n + j]);
+            // Column j, row by row: no index arithmetic per weight.
+            let column = || w.chunks_exact(n).map(move |row| row[j]);
             let max = column().fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
             if !column().all(f32::is_finite) {
                 return None;
@@ -164,8 +164,8 @@ impl QuantWeights {
                 })
                 .find(|&s| s > 0.0 && fits(s))?;
             scales[j] = scale;
-            for i in 0..k {
-                q[i * n + j] = as_int8(w[i * n + j], scale)?;
+            for (row, v) in q.chunks_exact_mut(n).zip(column()) {
+                row[j] = as_int8(v, scale)?;
             }
         }
         Some((q, scales))
