@@ -42,6 +42,9 @@ enum CompactForm {
 /// what the kept renderings hold to a few times the input.
 const KEEP_FORMS_UP_TO: usize = 1 << 19;
 
+/// The values and key tokens a budget-fill summary may list (see `fate::memo_candidates`).
+pub(super) type FillCandidates = Rc<Vec<String>>;
+
 /// One call's context (see the module docs).
 pub(super) struct Env<'a, 'v> {
     pub parsed: &'a Parsed<'v>,
@@ -67,7 +70,7 @@ pub(super) struct Env<'a, 'v> {
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
     /// What a unit's budget-fill summary may list, by unit and known set ([`Known::id`]): the
     /// same for every level the budget tries.
-    pub(super) fill_candidates: RefCell<FastMap<(usize, usize), Rc<Vec<String>>>>,
+    pub(super) fill_candidates: RefCell<FastMap<(usize, usize), FillCandidates>>,
     folds: RefCell<FastMap<(usize, usize, usize), Rc<FoldList>>>,
     /// Compact renderings of JSON tool outputs by unit and `preserve_numbers`, with their
     /// characters, or their shortest possible size where they depend on the level.
