@@ -10,9 +10,17 @@ import * as glue from './condense.js';
 import { CondenseError, compressResults, createWorker, embedParallel, glueEmbedderOf } from './node.js';
 
 /** The schema this release writes and reads (the `schema_version` row of `<table>_meta`). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const DIMS = 384;
+
+/** The hits each list fetches from PostgreSQL when a query's options do not set `candidates`
+ * (`open({candidates})` changes it; docs/pg.md, "How a query runs", says why it is not the
+ * in-memory index's 1000). */
+const DEFAULT_CANDIDATES = 100;
+
+/** The least number of postings per term the early-terminated BM25 reads first (lexicalSql). */
+const PREFIX = 100;
 
 function fail(code, path, reason) {
   return new CondenseError(code, path, `${code} at ${path}: ${reason}`, reason);
@@ -54,6 +62,7 @@ function namesOf(table) {
     meta: q('_meta'),
     // Index names live in the table's schema; only the bare name is given.
     index: (suffix) => `"${name}_${suffix}"`,
+    schemaOf: schema,
     lock: `condense:${table}`,
   };
 }
@@ -125,6 +134,20 @@ const MIGRATIONS = [
       ];
     },
   },
+  {
+    // BM25 with early termination (lexicalSql): a chunk's postings of the question's terms read
+    // from an index alone, and the least average chunk length any stored impact was computed
+    // with (it bounds what the unread postings of a term can add). NULL: not known (postings
+    // written before this version), and queries read whole posting lists until the impacts
+    // are re-derived (docs/pg.md, "Limits").
+    version: 2,
+    statements: ({ n }) => [
+      `CREATE INDEX ${n.index('postings_chunk_term')} ON ${n.postings} (chunk, term) INCLUDE (tf, len)`,
+      `DROP INDEX ${n.schemaOf}${n.index('postings_chunk')}`,
+      `ALTER TABLE ${n.stats} ADD COLUMN impact_avgdl_min float8`,
+      `UPDATE ${n.stats} SET impact_avgdl_min = CASE WHEN chunks = 0 THEN 'Infinity'::float8 END`,
+    ],
+  },
 ];
 
 function embedderName(identity) {
@@ -159,14 +182,17 @@ const atLeast = (v, want) => {
 // Worth another try: serialization failure, deadlock, a unique key another writer took first.
 const RETRY = new Set(['40001', '40P01', '23505']);
 
-async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly = false, attempts = 6 } = {}) {
+/** Runs `f(client)` in a transaction, retried on RETRY's errors. With `own`, `f` sends BEGIN and
+ * COMMIT itself (in the round trips of its own statements); the transaction is rolled back on
+ * an error either way. */
+async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly = false, attempts = 6, own = false } = {}) {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken = false;
     try {
-      await client.query(`BEGIN ISOLATION LEVEL ${isolation}${readOnly ? ' READ ONLY' : ''}`);
+      if (!own) await client.query(`BEGIN ISOLATION LEVEL ${isolation}${readOnly ? ' READ ONLY' : ''}`);
       const out = await f(client);
-      await client.query('COMMIT');
+      if (!own) await client.query('COMMIT');
       return out;
     } catch (e) {
       try {
@@ -187,7 +213,7 @@ async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly =
 
 // ------------------------------------------------------------------ options
 
-const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'efSearch', 'postingsPerTerm']);
+const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'candidates', 'efSearch', 'postingsPerTerm']);
 
 function checkOpenOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -214,6 +240,10 @@ function checkOpenOptions(options) {
   }
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') {
     throw fail('invalid_options', 'options.readOnly', 'expected a boolean');
+  }
+  const c = options.candidates;
+  if (c !== undefined && !(Number.isInteger(c) && c >= 1 && c <= 10000)) {
+    throw fail('invalid_options', 'options.candidates', 'expected an integer from 1 to 10000');
   }
   const ef = options.efSearch;
   if (ef !== undefined && !(Number.isInteger(ef) && ef >= 1 && ef <= 1000)) {
@@ -250,6 +280,7 @@ export class PgIndex {
   #indexOptions;
   #pgvector;
   #readOnly;
+  #candidates;
   #efSearch;
   #postingsPerTerm;
   #workers;
@@ -266,6 +297,7 @@ export class PgIndex {
     this.#indexOptions = state.indexOptions;
     this.#pgvector = state.pgvector;
     this.#readOnly = state.readOnly;
+    this.#candidates = state.candidates;
     this.#efSearch = state.efSearch;
     this.#postingsPerTerm = state.postingsPerTerm;
     this.#workers = state.workers;
@@ -357,6 +389,7 @@ export class PgIndex {
       return new PgIndex(OPENING, {
         pool, ownPool, names, embedder, identity, readOnly,
         indexOptions: state.indexOptions, pgvector: state.pgvector,
+        candidates: options.candidates ?? DEFAULT_CANDIDATES,
         efSearch: options.efSearch ?? null,
         postingsPerTerm: options.postingsPerTerm ?? null,
         workers: workers ?? null,
@@ -605,6 +638,7 @@ export class PgIndex {
       const delta = new Map(); // term -> df change
       let chunkDelta = 0;
       let termDelta = 0;
+      let impactAvgdl = null;
       if (obsolete.length > 0) {
         const gone = await client.query(
           `DELETE FROM ${n.postings} WHERE chunk = ANY($1::bigint[]) RETURNING term`, [obsolete]);
@@ -696,10 +730,14 @@ export class PgIndex {
            SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::real[])`,
           [pTerm, pChunk, pTf, pLen, pImpact]);
         out.chunks = fresh.length;
+        if (pTerm.length > 0) impactAvgdl = avgdl;
       }
+      // impact_avgdl_min: the least average chunk length the stored impacts were computed with
+      // (NULL stays NULL: not known, see MIGRATIONS).
       await client.query(
-        `UPDATE ${n.stats} SET docs = docs + $1, chunks = chunks + $2, total_terms = total_terms + $3`,
-        [out.added, chunkDelta, termDelta]);
+        `UPDATE ${n.stats} SET docs = docs + $1, chunks = chunks + $2, total_terms = total_terms + $3,
+           impact_avgdl_min = CASE WHEN $4::float8 IS NULL OR impact_avgdl_min IS NULL THEN impact_avgdl_min ELSE least(impact_avgdl_min, $4::float8) END`,
+        [out.added, chunkDelta, termDelta, impactAvgdl]);
       return out;
     });
   }
@@ -809,29 +847,47 @@ export class PgIndex {
     this.#check(false);
     const opts = options ?? null;
     const plan = guard(() => glue.planQuery(question, opts, this.#indexOptions, glueEmbedderOf(this.#embedder)));
-    // The question's vector first: the rest waits on the server, not on the model.
-    const qv = plan.dense ? vectorText(guard(() => this.#embedder.embed([question]))[0]) : null;
+    // How many hits each list fetches: the query's `candidates`, else this index's (open()).
+    const depth = opts !== null && opts.candidates !== undefined ? plan.depth : Math.min(plan.depth, this.#candidates);
     const n = this.#names;
     const { k1, b } = this.#indexOptions.bm25;
+    const bm25 = plan.lexical && plan.terms.length > 0 && lexical === null;
     const rows = await inTransaction(this.#pool, async (client) => {
-      const lexicalRows = !plan.lexical || plan.terms.length === 0 ? []
-        : lexical !== null
-          ? (await client.query({ text: lexical.sql(n), values: lexical.values(plan, question), rowMode: 'array' })).rows
-          : (await client.query({ text: lexicalSql(n), values: [plan.terms, k1, b, plan.depth, this.#postingsPerTerm === null ? null : Math.max(plan.depth, this.#postingsPerTerm)], rowMode: 'array' })).rows;
-      let dense = [];
-      if (qv !== null) {
-        const ef = this.#efSearch ?? Math.min(1000, Math.max(40, plan.depth));
-        const iterative = atLeast(this.#pgvector, [0, 8, 0]);
-        await client.query(
-          iterative
-            ? "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)"
-            : "SELECT set_config('hnsw.ef_search', $1, true)",
-          [String(ef)]);
-        dense = (await client.query({
-          text: `SELECT id, doc, embedding <=> $1::vector AS d FROM ${n.chunks} ORDER BY embedding <=> $1::vector LIMIT $2`,
-          values: [qv, plan.depth], rowMode: 'array',
-        })).rows;
+      // Round trip 1, sent before the question is embedded, so that the server computes the
+      // lexical list while the client runs the model: BEGIN, the HNSW settings, BM25 in SQL.
+      // Literals (node-postgres's escapeLiteral) rather than parameters: parameters need one
+      // round trip per statement.
+      const head = ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'];
+      if (plan.dense) {
+        head.push(`SET LOCAL hnsw.ef_search = ${this.#efSearch ?? Math.min(1000, Math.max(40, depth))}`);
+        if (atLeast(this.#pgvector, [0, 8, 0])) head.push('SET LOCAL hnsw.iterative_scan = strict_order');
       }
+      if (bm25) {
+        const terms = `ARRAY[${plan.terms.map((t) => client.escapeLiteral(t)).join(',')}]::text[]`;
+        head.push(lexicalSql(n, {
+          terms, k1, b, depth,
+          perTerm: this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm),
+          prefix: Math.max(depth, PREFIX),
+        }));
+      }
+      const first = client.query({ text: head.join(';\n'), rowMode: 'array' });
+      first.catch(() => {}); // awaited below (after the embedding); never an unhandled rejection meanwhile
+      let qv = null;
+      try {
+        if (plan.dense) qv = vectorText(guard(() => this.#embedder.embed([question]))[0]);
+      } finally {
+        await first.catch(() => {});
+      }
+      const results = [await first].flat();
+      let lexicalRows = bm25 ? results.at(-1).rows : [];
+      if (lexical !== null && plan.lexical && plan.terms.length > 0) {
+        lexicalRows = (await client.query({ text: lexical.sql(n), values: lexical.values({ ...plan, depth }, question), rowMode: 'array' })).rows;
+      }
+      // Round trip 2: the dense list (pgvector's HNSW index).
+      const dense = qv === null ? [] : (await client.query({
+        text: `SELECT id, doc, embedding <=> $1::vector AS d FROM ${n.chunks} ORDER BY embedding <=> $1::vector LIMIT $2`,
+        values: [qv, depth], rowMode: 'array',
+      })).rows;
       // Rows numbered for the core's fusion in the order the chunks were stored (ids ascending),
       // as the in-memory index numbers its slots: fusion breaks ties by that number.
       const byKey = (x, y) => x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
@@ -856,53 +912,124 @@ export class PgIndex {
       dense.forEach(([id, , d], i) => { denseRows[i] = rowOf.get(id); denseCos[i] = 1 - d; });
       const fused = guard(() => glue.fuseLists(lexRows, lexScores, ideal, denseRows, denseCos,
         groups, opts, glueEmbedderOf(this.#embedder)));
-      if (fused.rows.length === 0) return [];
       const ids = Array.from(fused.rows, (r) => keyOf[r]);
-      const got = await client.query({
-        text: `SELECT c.id, c.chunk_id, d.doc_id, d.chunk_path, c.header_path, c.content, c.embedding::text
-               FROM ${n.chunks} c JOIN ${n.docs} d ON d.id = c.doc WHERE c.id = ANY($1::bigint[])`,
-        values: [ids], rowMode: 'array',
+      if (ids.length === 0) {
+        await client.query('COMMIT');
+        return [];
+      }
+      // Round trip 3: the pool's chunks (vectors in pgvector's binary form) and COMMIT. The ids
+      // are the server's own bigint texts.
+      if (!ids.every((id) => /^[0-9]+$/.test(id))) throw new Error('unexpected chunk id from the server');
+      const [got] = await client.query({
+        text: `SELECT c.id, c.chunk_id, d.doc_id, d.chunk_path, c.header_path, c.content, vector_send(c.embedding)
+               FROM ${n.chunks} c JOIN ${n.docs} d ON d.id = c.doc WHERE c.id = ANY(ARRAY[${ids.join(',')}]::bigint[]);
+               COMMIT`,
+        rowMode: 'array',
       });
       const byId = new Map(got.rows.map((r) => [r[0], r]));
       const out = [];
       ids.forEach((id, i) => {
         const r = byId.get(id);
         if (r === undefined) return;
-        out.push({ chunkId: r[1], docId: r[2], path: r[3], headerPath: r[4], score: fused.scores[i], content: r[5], embedding: JSON.parse(r[6]) });
+        out.push({ chunkId: r[1], docId: r[2], path: r[3], headerPath: r[4], score: fused.scores[i], content: r[5], embedding: vectorFromBinary(r[6]) });
       });
       return out;
-    }, { isolation: 'REPEATABLE READ', readOnly: true });
+    }, { own: true });
     return compressResults(rows, question, { ...(opts ?? {}), embedder: this.#embedder });
   }
 }
 
-/** BM25 in SQL: $1 the question's terms (repetitions count), $2 k1, $3 b, $4 the hits returned,
- * $5 the postings read per term, best impact first (NULL, the default: all of them, and the
- * scores are exact; a number caps it: exact for every term with no more postings). Rows: chunk, doc, score, and the question's ideal score (terms the
- * table lacks count with df 1, as in the in-memory index). */
-function lexicalSql(n) {
-  return `
+/** BM25 in SQL, one statement with literals: `terms` the question's terms as an SQL text[]
+ * (repetitions count), `k1`, `b`, `depth` the hits returned. Rows: chunk, doc, score, the
+ * question's ideal score (terms the table lacks count with df 1, as in the in-memory index),
+ * and whether the early-terminated path answered.
+ *
+ * Exact by default, with early termination (Fagin's threshold algorithm): each term's first
+ * `prefix` postings by impact (best first) give the candidates; each candidate's exact score
+ * comes from its own postings of the question's terms (the `(chunk, term)` index); a chunk that
+ * no prefix holds scores at most the sum, over the terms whose list was cut, of the term's
+ * weight times its last read impact (times `slack`, the drift of the average chunk length since
+ * the impacts were computed). When the `depth`-th exact score beats that bound, those are the
+ * exact top `depth`; otherwise (or when the bound is unknown) every posting of the terms is
+ * read, as a one-time-filtered branch of the same statement.
+ *
+ * `perTerm` (a number; `postingsPerTerm`) replaces that by a capped read: at most `perTerm`
+ * postings of each term, best impact first, scores summed from what was read (approximate for
+ * terms with more postings). */
+function lexicalSql(n, { terms, k1, b, depth, perTerm, prefix }) {
+  const num = (x) => {
+    if (!Number.isFinite(x)) throw new Error('not a finite number');
+    return `${x}::float8`;
+  };
+  const K1 = num(k1);
+  const B = num(b);
+  const D = Number(depth);
+  const M = Number(prefix);
+  const bm25 = (p) => `w.idf * ${p}.tf * (${K1} + 1)
+               / (${p}.tf + CASE WHEN s.avgdl > 0 THEN ${K1} * (1 - ${B} + ${B} * ${p}.len / s.avgdl) ELSE ${K1} END)`;
+  const head = `
     WITH s AS MATERIALIZED (
-      SELECT chunks::float8 AS n, CASE WHEN chunks > 0 THEN total_terms::float8 / chunks ELSE 0 END AS avgdl FROM ${n.stats}),
-    q AS MATERIALIZED (SELECT term, count(*)::float8 AS qtf FROM unnest($1::text[]) AS u(term) GROUP BY term),
+      SELECT n, avgdl,
+             CASE WHEN impact_avgdl_min > 0 THEN greatest(1, avgdl / impact_avgdl_min) * (1 + 1e-6) END AS slack
+      FROM (SELECT chunks::float8 AS n, CASE WHEN chunks > 0 THEN total_terms::float8 / chunks ELSE 0 END AS avgdl, impact_avgdl_min
+            FROM ${n.stats}) AS x),
+    q AS MATERIALIZED (SELECT term, count(*)::float8 AS qtf FROM unnest(${terms}) AS u(term) GROUP BY term),
     v AS MATERIALIZED (
       SELECT q.term, q.qtf, t.id, coalesce(t.df, 0) AS df FROM q LEFT JOIN ${n.terms} t ON t.term = q.term),
     ideal AS MATERIALIZED (
-      SELECT CASE WHEN s.n > 0 THEN sum(v.qtf * ln(1 + (s.n - greatest(v.df, 1) + 0.5) / (greatest(v.df, 1) + 0.5))) * ($2::float8 + 1) ELSE 0 END AS score
+      SELECT CASE WHEN s.n > 0 THEN sum(v.qtf * ln(1 + (s.n - greatest(v.df, 1) + 0.5) / (greatest(v.df, 1) + 0.5))) * (${K1} + 1) ELSE 0 END AS score
       FROM v CROSS JOIN s GROUP BY s.n),
     w AS MATERIALIZED (
-      SELECT v.id, v.qtf * ln(1 + (s.n - v.df + 0.5) / (v.df + 0.5)) AS idf FROM v CROSS JOIN s WHERE v.df > 0),
-    hits AS (
-      SELECT p.chunk, sum(w.idf * p.tf * ($2::float8 + 1)
-               / (p.tf + CASE WHEN s.avgdl > 0 THEN $2::float8 * (1 - $3::float8 + $3::float8 * p.len / s.avgdl) ELSE $2::float8 END)) AS score
-      FROM w CROSS JOIN s CROSS JOIN LATERAL (
-        SELECT chunk, tf, len FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT $5) AS p
-      GROUP BY p.chunk
-      ORDER BY score DESC, p.chunk
-      LIMIT $4)
-    SELECT h.chunk, c.doc, h.score, (SELECT score FROM ideal)
+      SELECT v.id, v.qtf * ln(1 + (s.n - v.df + 0.5) / (v.df + 0.5)) AS idf FROM v CROSS JOIN s WHERE v.df > 0)`;
+  const tail = (hits) => `
+    SELECT h.chunk, c.doc, h.score, (SELECT score FROM ideal), ${hits === 'capped' ? 'false' : '(SELECT ok FROM ok)'}
     FROM hits h JOIN ${n.chunks} c ON c.id = h.chunk
     ORDER BY h.score DESC, h.chunk`;
+  const exhaustive = (limit) => `
+      SELECT p.chunk, sum(${bm25('p')}) AS score
+      FROM w CROSS JOIN s CROSS JOIN LATERAL (
+        SELECT chunk, tf, len FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT ${limit}) AS p
+      GROUP BY p.chunk
+      ORDER BY score DESC, p.chunk
+      LIMIT ${D}`;
+  if (perTerm !== null) {
+    return `${head},
+    hits AS (${exhaustive(Number(perTerm))})${tail('capped')}`;
+  }
+  return `${head},
+    top AS MATERIALIZED (
+      SELECT w.id AS term, p.chunk, p.impact FROM w CROSS JOIN LATERAL (
+        SELECT chunk, impact FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT ${M}) AS p),
+    rest AS MATERIALIZED (
+      SELECT CASE WHEN count(*) = 0 THEN 0 ELSE sum(w.idf * (${K1} + 1) * t.last) * (SELECT slack FROM s) END AS bound
+      FROM w JOIN (SELECT term, min(impact)::float8 AS last, count(*) AS read FROM top GROUP BY term) AS t ON t.term = w.id
+      WHERE t.read >= ${M}),
+    cand AS MATERIALIZED (SELECT DISTINCT chunk FROM top),
+    fast AS MATERIALIZED (
+      SELECT p.chunk, sum(${bm25('p')}) AS score
+      FROM cand CROSS JOIN LATERAL (
+        SELECT chunk, term, tf, len FROM ${n.postings} WHERE chunk = cand.chunk AND term = ANY(ARRAY(SELECT id FROM w))) AS p
+      JOIN w ON w.id = p.term CROSS JOIN s
+      GROUP BY p.chunk
+      ORDER BY score DESC, p.chunk
+      LIMIT ${D}),
+    ok AS MATERIALIZED (
+      SELECT coalesce((SELECT bound FROM rest) = 0
+                      OR ((SELECT count(*) FROM fast) >= ${D} AND (SELECT min(score) FROM fast) > (SELECT bound FROM rest)), false) AS ok),
+    hits AS (
+      SELECT chunk, score FROM fast WHERE (SELECT ok FROM ok)
+      UNION ALL
+      SELECT * FROM (${exhaustive('ALL')}) AS x WHERE NOT (SELECT ok FROM ok))${tail('exact')}`;
+}
+
+/** A vector from pgvector's binary form (`vector_send`: int16 dimensions, int16 unused, then
+ * big-endian float32s), as an array of numbers. */
+function vectorFromBinary(buf) {
+  const dims = buf.readInt16BE(0);
+  if (dims !== DIMS || buf.length !== 4 + 4 * DIMS) throw fail('invalid_index', 'embedding', `expected ${DIMS} values per stored vector`);
+  const out = new Array(DIMS);
+  for (let i = 0; i < DIMS; i++) out[i] = buf.readFloatBE(4 + 4 * i);
+  return out;
 }
 
 /** A vector in pgvector's text form. Each float32 printed as its shortest float64 text, which

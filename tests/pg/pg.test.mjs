@@ -91,7 +91,7 @@ test('open creates the schema once; stats, get, identity', async () => {
   const idx = await PgIndex.open({ pool, table: name, embedder: lexical });
   const again = await PgIndex.open({ pool, table: name, embedder: lexical });
   const s = await idx.stats();
-  assert.equal(SCHEMA_VERSION, 1);
+  assert.equal(SCHEMA_VERSION, 2);
   assert.equal(s.schemaVersion, SCHEMA_VERSION);
   assert.deepEqual([s.documents, s.chunks, s.terms], [0, 0, 0]);
   assert.deepEqual(s.embedder, lexical.identity());
@@ -304,7 +304,7 @@ test('two processes opening a new table at once migrate it once', async () => {
   const [a, b] = await Promise.all([child(['open', name]), child(['open', name])]);
   assert.equal(a.code, 0, a.stderr);
   assert.equal(b.code, 0, b.stderr);
-  assert.equal(a.json().schemaVersion, 1);
+  assert.equal(a.json().schemaVersion, 2);
   const rows = (await pool.query(`SELECT count(*)::int AS n FROM ${name}_meta WHERE key = 'schema_version'`)).rows;
   assert.equal(rows[0].n, 1);
 });
