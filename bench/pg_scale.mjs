@@ -24,8 +24,9 @@
 // top 100 the capped (impact-ordered) lexical list finds (--exact questions).
 //
 // --check measures tables an earlier run built, without writing: where a PgIndex query's time
-// goes (the question's embedding, each SQL statement, the rest in the client; with the default
-// options and with `candidates: 1000`), and the exact BM25 agreement of the default lexical list
+// goes (the question's embedding, each round trip, the rest in the client; with the default
+// options and with `candidates: 1000`), the recall of pgvector's HNSW search against an exact
+// scan (dense lists of 500 and 1000), and the exact BM25 agreement of the default lexical list
 // (whole posting lists: it must be 1, which checks the comparison itself) and of
 // `postingsPerTerm: 1000`.
 //
@@ -45,7 +46,7 @@ import { Rng, sentencePool } from './synthetic.mjs';
 const root = new URL('../', import.meta.url);
 const path = (p) => new URL(p, root).pathname;
 const pg = createRequire(path('tests/pg/package.json'))('pg');
-const { Index, loadEmbedder, externalEmbedder } = await import(new URL('pkg/node.js', root).href);
+const { Index, loadEmbedder, externalEmbedder, glueEmbedderOf } = await import(new URL('pkg/node.js', root).href);
 const { PgIndex, query } = await import(new URL('pkg/pg.js', root).href);
 const glue = await import(new URL('pkg/condense.js', root).href);
 
@@ -141,7 +142,7 @@ async function lexicalAgreement(pool, idx, table, qs, embedder) {
   try {
     for (const q of qs) {
       const got = (await query(idx, q, lexOnly)).results.map((x) => x.chunkId);
-      const exact = await exactBm25(client, table, glue.planQuery(q, null, options, embedder).terms, 100, options.bm25);
+      const exact = await exactBm25(client, table, glue.planQuery(q, null, options, glueEmbedderOf(embedder)).terms, 100, options.bm25);
       const share = (k) => got.slice(0, k).filter((x) => exact.slice(0, k).includes(x)).length / Math.max(1, Math.min(k, exact.length));
       at10 += share(10);
       at100 += share(100);
@@ -253,10 +254,10 @@ async function check(entry, { pool, table, embedder, label }) {
     const out = { chunks, breakdown: await breakdown(idx, qs, embedder) };
     console.error(`${label}: breakdown ${JSON.stringify(out.breakdown)}`);
     // Fewer candidates per list (the default is 1000): a smaller HNSW search and lexical list.
-    // The in-memory index's 1000 candidates per list (PgIndex's default is 100).
+    // The in-memory index's 1000 candidates in both lists (PgIndex's dense default is 500).
     out.breakdownCandidates1000 = await breakdown(idx, qs, embedder, { candidates: 1000 });
     console.error(`${label}: breakdown, candidates 1000 ${JSON.stringify(out.breakdownCandidates1000)}`);
-    out.denseRecall = await denseRecall(pool, table, qs.slice(0, EXACT), embedder, 100);
+    out.denseRecall = await denseRecall(pool, table, qs.slice(0, EXACT), embedder, 500);
     out.denseRecall1000 = await denseRecall(pool, table, qs.slice(0, EXACT), embedder, 1000);
     console.error(`${label}: HNSW recall of the exact nearest ${JSON.stringify(out.denseRecall)} ${JSON.stringify(out.denseRecall1000)}`);
     out.lexicalAgreement = await lexicalAgreement(pool, idx, table, qs.slice(0, EXACT), embedder);

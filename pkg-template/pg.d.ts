@@ -52,14 +52,24 @@ export interface PgIndexOptions {
   workers?: number | CondenseWorker[];
   /** Open without creating or migrating anything and refuse writes: for a read replica. Default false. */
   readOnly?: boolean;
-  /** pgvector's `hnsw.ef_search` for queries (1–1000). Default: `candidates`, 40 to 1000. */
+  /**
+   * How many hits each list (BM25, HNSW) fetches from PostgreSQL for a query whose options do
+   * not set `candidates` (1–10000; a query's own `candidates` wins). Default 100, not the
+   * in-memory index's 1000: at 100k chunks the HNSW search for 1000 neighbours took most of a
+   * query's time, and on the dev IR sets 100 per list ranked within 0.005 nDCG@10 of 1000
+   * (docs/pg.md, "Measurements"). The fused list and result compression are as in memory.
+   */
+  candidates?: number;
+  /** pgvector's `hnsw.ef_search` for queries (1–1000). Default: the list's depth (`candidates`), 40 to 1000. */
   efSearch?: number;
   /**
    * A cap on the postings a query reads per term, best BM25 impact first (at least
    * `candidates`): faster on large tables, but approximate. Scores are exact for every term
    * found in at most this many chunks; beyond, a chunk whose share of a common term is weak
    * misses that term's contribution (at 84k chunks, a cap of 1000 kept 69% of the exact BM25
-   * top 10: docs/pg.md). Default: no cap, every posting (exact BM25, the in-memory ranking).
+   * top 10: docs/pg.md). Default: no cap: exact BM25 (the in-memory ranking), read with early
+   * termination (each term's best postings first; every posting only when a bound cannot prove
+   * the top `candidates` exact: docs/pg.md, "How a query runs").
    */
   postingsPerTerm?: number;
 }

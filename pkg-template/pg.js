@@ -10,17 +10,14 @@ import * as glue from './condense.js';
 import { CondenseError, compressResults, createWorker, embedParallel, glueEmbedderOf } from './node.js';
 
 /** The schema this release writes and reads (the `schema_version` row of `<table>_meta`). */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 1;
 
 const DIMS = 384;
 
-/** The hits each list fetches from PostgreSQL when a query's options do not set `candidates`
- * (`open({candidates})` changes it; docs/pg.md, "How a query runs", says why it is not the
- * in-memory index's 1000). */
-const DEFAULT_CANDIDATES = 100;
-
-/** The least number of postings per term the early-terminated BM25 reads first (lexicalSql). */
-const PREFIX = 100;
+/** The neighbours the dense list fetches from the HNSW index when a query's options do not set
+ * `candidates` (`open({denseCandidates})` changes it; docs/pg.md, "How a query runs", says why
+ * it is not the in-memory index's 1000). */
+const DEFAULT_DENSE_CANDIDATES = 500;
 
 function fail(code, path, reason) {
   return new CondenseError(code, path, `${code} at ${path}: ${reason}`, reason);
@@ -62,7 +59,6 @@ function namesOf(table) {
     meta: q('_meta'),
     // Index names live in the table's schema; only the bare name is given.
     index: (suffix) => `"${name}_${suffix}"`,
-    schemaOf: schema,
     lock: `condense:${table}`,
   };
 }
@@ -134,20 +130,6 @@ const MIGRATIONS = [
       ];
     },
   },
-  {
-    // BM25 with early termination (lexicalSql): a chunk's postings of the question's terms read
-    // from an index alone, and the least average chunk length any stored impact was computed
-    // with (it bounds what the unread postings of a term can add). NULL: not known (postings
-    // written before this version), and queries read whole posting lists until the impacts
-    // are re-derived (docs/pg.md, "Limits").
-    version: 2,
-    statements: ({ n }) => [
-      `CREATE INDEX ${n.index('postings_chunk_term')} ON ${n.postings} (chunk, term) INCLUDE (tf, len)`,
-      `DROP INDEX ${n.schemaOf}${n.index('postings_chunk')}`,
-      `ALTER TABLE ${n.stats} ADD COLUMN impact_avgdl_min float8`,
-      `UPDATE ${n.stats} SET impact_avgdl_min = CASE WHEN chunks = 0 THEN 'Infinity'::float8 END`,
-    ],
-  },
 ];
 
 function embedderName(identity) {
@@ -213,7 +195,7 @@ async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly =
 
 // ------------------------------------------------------------------ options
 
-const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'candidates', 'efSearch', 'postingsPerTerm']);
+const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'denseCandidates', 'efSearch', 'postingsPerTerm']);
 
 function checkOpenOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -241,9 +223,9 @@ function checkOpenOptions(options) {
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') {
     throw fail('invalid_options', 'options.readOnly', 'expected a boolean');
   }
-  const c = options.candidates;
-  if (c !== undefined && !(Number.isInteger(c) && c >= 1 && c <= 10000)) {
-    throw fail('invalid_options', 'options.candidates', 'expected an integer from 1 to 10000');
+  const dc = options.denseCandidates;
+  if (dc !== undefined && !(Number.isInteger(dc) && dc >= 1 && dc <= 10000)) {
+    throw fail('invalid_options', 'options.denseCandidates', 'expected an integer from 1 to 10000');
   }
   const ef = options.efSearch;
   if (ef !== undefined && !(Number.isInteger(ef) && ef >= 1 && ef <= 1000)) {
@@ -280,7 +262,7 @@ export class PgIndex {
   #indexOptions;
   #pgvector;
   #readOnly;
-  #candidates;
+  #denseCandidates;
   #efSearch;
   #postingsPerTerm;
   #workers;
@@ -297,7 +279,7 @@ export class PgIndex {
     this.#indexOptions = state.indexOptions;
     this.#pgvector = state.pgvector;
     this.#readOnly = state.readOnly;
-    this.#candidates = state.candidates;
+    this.#denseCandidates = state.denseCandidates;
     this.#efSearch = state.efSearch;
     this.#postingsPerTerm = state.postingsPerTerm;
     this.#workers = state.workers;
@@ -389,7 +371,7 @@ export class PgIndex {
       return new PgIndex(OPENING, {
         pool, ownPool, names, embedder, identity, readOnly,
         indexOptions: state.indexOptions, pgvector: state.pgvector,
-        candidates: options.candidates ?? DEFAULT_CANDIDATES,
+        denseCandidates: options.denseCandidates ?? DEFAULT_DENSE_CANDIDATES,
         efSearch: options.efSearch ?? null,
         postingsPerTerm: options.postingsPerTerm ?? null,
         workers: workers ?? null,
@@ -638,7 +620,6 @@ export class PgIndex {
       const delta = new Map(); // term -> df change
       let chunkDelta = 0;
       let termDelta = 0;
-      let impactAvgdl = null;
       if (obsolete.length > 0) {
         const gone = await client.query(
           `DELETE FROM ${n.postings} WHERE chunk = ANY($1::bigint[]) RETURNING term`, [obsolete]);
@@ -730,14 +711,10 @@ export class PgIndex {
            SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::real[])`,
           [pTerm, pChunk, pTf, pLen, pImpact]);
         out.chunks = fresh.length;
-        if (pTerm.length > 0) impactAvgdl = avgdl;
       }
-      // impact_avgdl_min: the least average chunk length the stored impacts were computed with
-      // (NULL stays NULL: not known, see MIGRATIONS).
       await client.query(
-        `UPDATE ${n.stats} SET docs = docs + $1, chunks = chunks + $2, total_terms = total_terms + $3,
-           impact_avgdl_min = CASE WHEN $4::float8 IS NULL OR impact_avgdl_min IS NULL THEN impact_avgdl_min ELSE least(impact_avgdl_min, $4::float8) END`,
-        [out.added, chunkDelta, termDelta, impactAvgdl]);
+        `UPDATE ${n.stats} SET docs = docs + $1, chunks = chunks + $2, total_terms = total_terms + $3`,
+        [out.added, chunkDelta, termDelta]);
       return out;
     });
   }
@@ -847,8 +824,10 @@ export class PgIndex {
     this.#check(false);
     const opts = options ?? null;
     const plan = guard(() => glue.planQuery(question, opts, this.#indexOptions, glueEmbedderOf(this.#embedder)));
-    // How many hits each list fetches: the query's `candidates`, else this index's (open()).
-    const depth = opts !== null && opts.candidates !== undefined ? plan.depth : Math.min(plan.depth, this.#candidates);
+    // How many hits each list fetches: the query's `candidates` (default 1000, as in memory);
+    // for the dense list, when the query does not set it, this index's `denseCandidates`.
+    const depth = plan.depth;
+    const denseDepth = opts !== null && opts.candidates !== undefined ? depth : Math.min(depth, this.#denseCandidates);
     const n = this.#names;
     const { k1, b } = this.#indexOptions.bm25;
     const bm25 = plan.lexical && plan.terms.length > 0 && lexical === null;
@@ -859,7 +838,7 @@ export class PgIndex {
       // round trip per statement.
       const head = ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'];
       if (plan.dense) {
-        head.push(`SET LOCAL hnsw.ef_search = ${this.#efSearch ?? Math.min(1000, Math.max(40, depth))}`);
+        head.push(`SET LOCAL hnsw.ef_search = ${this.#efSearch ?? Math.min(1000, Math.max(40, denseDepth))}`);
         if (atLeast(this.#pgvector, [0, 8, 0])) head.push('SET LOCAL hnsw.iterative_scan = strict_order');
       }
       if (bm25) {
@@ -867,7 +846,6 @@ export class PgIndex {
         head.push(lexicalSql(n, {
           terms, k1, b, depth,
           perTerm: this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm),
-          prefix: Math.max(depth, PREFIX),
         }));
       }
       const first = client.query({ text: head.join(';\n'), rowMode: 'array' });
@@ -886,7 +864,7 @@ export class PgIndex {
       // Round trip 2: the dense list (pgvector's HNSW index).
       const dense = qv === null ? [] : (await client.query({
         text: `SELECT id, doc, embedding <=> $1::vector AS d FROM ${n.chunks} ORDER BY embedding <=> $1::vector LIMIT $2`,
-        values: [qv, depth], rowMode: 'array',
+        values: [qv, denseDepth], rowMode: 'array',
       })).rows;
       // Rows numbered for the core's fusion in the order the chunks were stored (ids ascending),
       // as the in-memory index numbers its slots: fusion breaks ties by that number.
@@ -940,39 +918,20 @@ export class PgIndex {
 }
 
 /** BM25 in SQL, one statement with literals: `terms` the question's terms as an SQL text[]
- * (repetitions count), `k1`, `b`, `depth` the hits returned. Rows: chunk, doc, score, the
- * question's ideal score (terms the table lacks count with df 1, as in the in-memory index),
- * and whether the early-terminated path answered.
- *
- * Exact by default, with early termination (Fagin's threshold algorithm): each term's first
- * `prefix` postings by impact (best first) give the candidates; each candidate's exact score
- * comes from its own postings of the question's terms (the `(chunk, term)` index); a chunk that
- * no prefix holds scores at most the sum, over the terms whose list was cut, of the term's
- * weight times its last read impact (times `slack`, the drift of the average chunk length since
- * the impacts were computed). When the `depth`-th exact score beats that bound, those are the
- * exact top `depth`; otherwise (or when the bound is unknown) every posting of the terms is
- * read, as a one-time-filtered branch of the same statement.
- *
- * `perTerm` (a number; `postingsPerTerm`) replaces that by a capped read: at most `perTerm`
- * postings of each term, best impact first, scores summed from what was read (approximate for
- * terms with more postings). */
-function lexicalSql(n, { terms, k1, b, depth, perTerm, prefix }) {
+ * (repetitions count), `k1`, `b`, `depth` the hits returned, `perTerm` the postings read per
+ * term, best impact first (null, the default: all of them, and the scores are exact; a number
+ * caps it: exact for every term with no more postings). Rows: chunk, doc, score, and the
+ * question's ideal score (terms the table lacks count with df 1, as in the in-memory index). */
+function lexicalSql(n, { terms, k1, b, depth, perTerm }) {
   const num = (x) => {
     if (!Number.isFinite(x)) throw new Error('not a finite number');
     return `${x}::float8`;
   };
   const K1 = num(k1);
   const B = num(b);
-  const D = Number(depth);
-  const M = Number(prefix);
-  const bm25 = (p) => `w.idf * ${p}.tf * (${K1} + 1)
-               / (${p}.tf + CASE WHEN s.avgdl > 0 THEN ${K1} * (1 - ${B} + ${B} * ${p}.len / s.avgdl) ELSE ${K1} END)`;
-  const head = `
+  return `
     WITH s AS MATERIALIZED (
-      SELECT n, avgdl,
-             CASE WHEN impact_avgdl_min > 0 THEN greatest(1, avgdl / impact_avgdl_min) * (1 + 1e-6) END AS slack
-      FROM (SELECT chunks::float8 AS n, CASE WHEN chunks > 0 THEN total_terms::float8 / chunks ELSE 0 END AS avgdl, impact_avgdl_min
-            FROM ${n.stats}) AS x),
+      SELECT chunks::float8 AS n, CASE WHEN chunks > 0 THEN total_terms::float8 / chunks ELSE 0 END AS avgdl FROM ${n.stats}),
     q AS MATERIALIZED (SELECT term, count(*)::float8 AS qtf FROM unnest(${terms}) AS u(term) GROUP BY term),
     v AS MATERIALIZED (
       SELECT q.term, q.qtf, t.id, coalesce(t.df, 0) AS df FROM q LEFT JOIN ${n.terms} t ON t.term = q.term),
@@ -980,46 +939,18 @@ function lexicalSql(n, { terms, k1, b, depth, perTerm, prefix }) {
       SELECT CASE WHEN s.n > 0 THEN sum(v.qtf * ln(1 + (s.n - greatest(v.df, 1) + 0.5) / (greatest(v.df, 1) + 0.5))) * (${K1} + 1) ELSE 0 END AS score
       FROM v CROSS JOIN s GROUP BY s.n),
     w AS MATERIALIZED (
-      SELECT v.id, v.qtf * ln(1 + (s.n - v.df + 0.5) / (v.df + 0.5)) AS idf FROM v CROSS JOIN s WHERE v.df > 0)`;
-  const tail = (hits) => `
-    SELECT h.chunk, c.doc, h.score, (SELECT score FROM ideal), ${hits === 'capped' ? 'false' : '(SELECT ok FROM ok)'}
+      SELECT v.id, v.qtf * ln(1 + (s.n - v.df + 0.5) / (v.df + 0.5)) AS idf FROM v CROSS JOIN s WHERE v.df > 0),
+    hits AS (
+      SELECT p.chunk, sum(w.idf * p.tf * (${K1} + 1)
+               / (p.tf + CASE WHEN s.avgdl > 0 THEN ${K1} * (1 - ${B} + ${B} * p.len / s.avgdl) ELSE ${K1} END)) AS score
+      FROM w CROSS JOIN s CROSS JOIN LATERAL (
+        SELECT chunk, tf, len FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT ${perTerm === null ? 'ALL' : Number(perTerm)}) AS p
+      GROUP BY p.chunk
+      ORDER BY score DESC, p.chunk
+      LIMIT ${Number(depth)})
+    SELECT h.chunk, c.doc, h.score, (SELECT score FROM ideal)
     FROM hits h JOIN ${n.chunks} c ON c.id = h.chunk
     ORDER BY h.score DESC, h.chunk`;
-  const exhaustive = (limit) => `
-      SELECT p.chunk, sum(${bm25('p')}) AS score
-      FROM w CROSS JOIN s CROSS JOIN LATERAL (
-        SELECT chunk, tf, len FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT ${limit}) AS p
-      GROUP BY p.chunk
-      ORDER BY score DESC, p.chunk
-      LIMIT ${D}`;
-  if (perTerm !== null) {
-    return `${head},
-    hits AS (${exhaustive(Number(perTerm))})${tail('capped')}`;
-  }
-  return `${head},
-    top AS MATERIALIZED (
-      SELECT w.id AS term, p.chunk, p.impact FROM w CROSS JOIN LATERAL (
-        SELECT chunk, impact FROM ${n.postings} WHERE term = w.id ORDER BY impact DESC, chunk LIMIT ${M}) AS p),
-    rest AS MATERIALIZED (
-      SELECT CASE WHEN count(*) = 0 THEN 0 ELSE sum(w.idf * (${K1} + 1) * t.last) * (SELECT slack FROM s) END AS bound
-      FROM w JOIN (SELECT term, min(impact)::float8 AS last, count(*) AS read FROM top GROUP BY term) AS t ON t.term = w.id
-      WHERE t.read >= ${M}),
-    cand AS MATERIALIZED (SELECT DISTINCT chunk FROM top),
-    fast AS MATERIALIZED (
-      SELECT p.chunk, sum(${bm25('p')}) AS score
-      FROM cand CROSS JOIN LATERAL (
-        SELECT chunk, term, tf, len FROM ${n.postings} WHERE chunk = cand.chunk AND term = ANY(ARRAY(SELECT id FROM w))) AS p
-      JOIN w ON w.id = p.term CROSS JOIN s
-      GROUP BY p.chunk
-      ORDER BY score DESC, p.chunk
-      LIMIT ${D}),
-    ok AS MATERIALIZED (
-      SELECT coalesce((SELECT bound FROM rest) = 0
-                      OR ((SELECT count(*) FROM fast) >= ${D} AND (SELECT min(score) FROM fast) > (SELECT bound FROM rest)), false) AS ok),
-    hits AS (
-      SELECT chunk, score FROM fast WHERE (SELECT ok FROM ok)
-      UNION ALL
-      SELECT * FROM (${exhaustive('ALL')}) AS x WHERE NOT (SELECT ok FROM ok))${tail('exact')}`;
 }
 
 /** A vector from pgvector's binary form (`vector_send`: int16 dimensions, int16 unused, then

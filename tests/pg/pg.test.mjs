@@ -91,7 +91,7 @@ test('open creates the schema once; stats, get, identity', async () => {
   const idx = await PgIndex.open({ pool, table: name, embedder: lexical });
   const again = await PgIndex.open({ pool, table: name, embedder: lexical });
   const s = await idx.stats();
-  assert.equal(SCHEMA_VERSION, 2);
+  assert.equal(SCHEMA_VERSION, 1);
   assert.equal(s.schemaVersion, SCHEMA_VERSION);
   assert.deepEqual([s.documents, s.chunks, s.terms], [0, 0, 0]);
   assert.deepEqual(s.embedder, lexical.identity());
@@ -185,6 +185,18 @@ test('query() with MiniLM: pgvector HNSW + BM25 give the in-memory ranking; work
       assert.ok(Math.abs(got.results[0].score - want.results[0].score) < 1e-3, q);
     }
     assert.ok(same >= questions.length - 2, `${same} of ${questions.length} rankings identical`);
+    // denseCandidates: the dense list's depth when the query does not set `candidates` (the
+    // in-memory index with that many candidates ranks the same); a query's own wins.
+    const short = await PgIndex.open({ pool, table: name, embedder: minilm, workers: 0, denseCandidates: 3 });
+    const denseOnly = { lexicalWeight: 0, minScore: 0, topN: 10, maxChunksPerDoc: 0 };
+    for (const q of questions.slice(0, 5)) {
+      const got = (await query(short, q, denseOnly)).results.map((x) => x.chunkId);
+      assert.equal(got.length, 3);
+      assert.deepEqual(got, mem.query(q, { ...denseOnly, candidates: 3 }).results.map((x) => x.chunkId), q);
+      assert.equal((await query(short, q, { ...denseOnly, candidates: 8 })).results.length, 8);
+    }
+    await short.close();
+    await rejectsCode(PgIndex.open({ pool, table: name, embedder: minilm, denseCandidates: 0 }), 'invalid_options', 'options.denseCandidates');
     // Another embedder cannot open the table, and the rows refuse another model.
     await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical }), 'embedder_mismatch', 'options.embedder');
     await assert.rejects(pool.query(`UPDATE ${name} SET model_sha256 = 'x' WHERE id = (SELECT min(id) FROM ${name})`), /check constraint/);
@@ -304,7 +316,7 @@ test('two processes opening a new table at once migrate it once', async () => {
   const [a, b] = await Promise.all([child(['open', name]), child(['open', name])]);
   assert.equal(a.code, 0, a.stderr);
   assert.equal(b.code, 0, b.stderr);
-  assert.equal(a.json().schemaVersion, 2);
+  assert.equal(a.json().schemaVersion, 1);
   const rows = (await pool.query(`SELECT count(*)::int AS n FROM ${name}_meta WHERE key = 'schema_version'`)).rows;
   assert.equal(rows[0].n, 1);
 });
