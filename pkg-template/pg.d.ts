@@ -53,23 +53,22 @@ export interface PgIndexOptions {
   /** Open without creating or migrating anything and refuse writes: for a read replica. Default false. */
   readOnly?: boolean;
   /**
-   * How many hits each list (BM25, HNSW) fetches from PostgreSQL for a query whose options do
-   * not set `candidates` (1–10000; a query's own `candidates` wins). Default 100, not the
-   * in-memory index's 1000: at 100k chunks the HNSW search for 1000 neighbours took most of a
-   * query's time, and on the dev IR sets 100 per list ranked within 0.005 nDCG@10 of 1000
-   * (docs/pg.md, "Measurements"). The fused list and result compression are as in memory.
+   * How many neighbours the dense list fetches from the HNSW index for a query whose options do
+   * not set `candidates` (1–10000; a query's own `candidates` sets both lists, as in memory).
+   * Default 500, where the in-memory index takes 1000 (the lexical list keeps 1000): at 100k
+   * chunks an HNSW search for 1000 neighbours took about three times as long as for 500, and on
+   * the dev IR sets 500 ranked within 0.005 nDCG@10 of 1000 (CISI −0.0015, MED −0.0035;
+   * docs/pg.md, "Measurements"). Fusion, calibration and result compression are as in memory.
    */
-  candidates?: number;
-  /** pgvector's `hnsw.ef_search` for queries (1–1000). Default: the list's depth (`candidates`), 40 to 1000. */
+  denseCandidates?: number;
+  /** pgvector's `hnsw.ef_search` for queries (1–1000). Default: the dense list's depth (`denseCandidates` or the query's `candidates`), 40 to 1000. */
   efSearch?: number;
   /**
    * A cap on the postings a query reads per term, best BM25 impact first (at least
    * `candidates`): faster on large tables, but approximate. Scores are exact for every term
    * found in at most this many chunks; beyond, a chunk whose share of a common term is weak
    * misses that term's contribution (at 84k chunks, a cap of 1000 kept 69% of the exact BM25
-   * top 10: docs/pg.md). Default: no cap: exact BM25 (the in-memory ranking), read with early
-   * termination (each term's best postings first; every posting only when a bound cannot prove
-   * the top `candidates` exact: docs/pg.md, "How a query runs").
+   * top 10: docs/pg.md). Default: no cap, every posting (exact BM25, the in-memory ranking).
    */
   postingsPerTerm?: number;
 }
