@@ -3,7 +3,7 @@
 //
 //   scripts/pg start && node bench/pg_scale.mjs [--real N] [--synthetic N] [--queries N]
 //                                              [--exact N] [--only real|synthetic] [--check]
-//                                              [--out FILE] [--no-ingest]
+//                                              [--out FILE] [--no-ingest] [--append N --prefix P]
 //
 // Documents are bench/synthetic.mjs's (4–8 sentences of the dev IR corpora, one chunk each),
 // streamed to PgIndex.add in batches of 256; the questions are bench/synthetic.mjs's too.
@@ -33,6 +33,11 @@
 // --no-ingest measures a table as it is (an ingest stopped part way: batches commit in order,
 // so it holds documents d0… up to some batch) instead of completing it first.
 //
+// --append N (with --only synthetic) adds N new documents (ids P0, P1, …; text drawn as the
+// others', from a seed of its own) to the synthetic table and reports the ingest rate at that
+// size and the server's shared_buffers: what a table's size and the server's buffers do to
+// writes, without building the table again.
+//
 // A table complete from an earlier run is reused (`add` skips unchanged documents; ingest
 // figures are kept from the run that wrote them). Results: stdout (JSON) and --out (default
 // bench/out/pg-scale.json). Needs scripts/build-pkg, `npm ci` in tests/pg.
@@ -61,6 +66,8 @@ const EXACT = Number(arg('exact', 50));
 const ONLY = arg('only', null);
 const CHECK = process.argv.includes('--check');
 const NO_INGEST = process.argv.includes('--no-ingest');
+const APPEND = Number(arg('append', 0));
+const PREFIX = arg('prefix', 'a');
 const url = process.env.CONDENSE_PG_URL ?? execFileSync(path('scripts/pg'), ['url'], { encoding: 'utf8' }).trim();
 const outFile = arg('out', path('bench/out/pg-scale.json'));
 mkdirSync(path('bench/out'), { recursive: true });
@@ -69,13 +76,14 @@ const save = () => writeFileSync(outFile, JSON.stringify(report, null, 2));
 
 const POOL = sentencePool();
 
-/** bench/synthetic.mjs's documents d0, d1, … (syntheticCorpus().docs), one at a time. */
-function* documents(n) {
-  const rng = new Rng(42);
+/** bench/synthetic.mjs's documents d0, d1, … (syntheticCorpus().docs), one at a time; with
+ * another `prefix` and `seed`, documents of the same kind under other ids. */
+function* documents(n, prefix = 'd', seed = 42) {
+  const rng = new Rng(seed);
   const next = () => Number(rng.next() % 1000003n);
   for (let i = 0; i < n; i++) {
     const k = 4 + (next() % 5);
-    yield { id: `d${i}`, text: Array.from({ length: k }, () => POOL[next() % POOL.length]).join(' ') };
+    yield { id: `${prefix}${i}`, text: Array.from({ length: k }, () => POOL[next() % POOL.length]).join(' ') };
   }
 }
 
@@ -346,7 +354,20 @@ try {
     const entry = (report.synthetic ??= {});
     entry.vectors = `normalised means of 2-4 of the first ${base.length} MiniLM vectors of ${realTable}; questions by MiniLM`;
     const t = { pool, table: `bench_scale.synthetic_${SYNTH}`, embedder, served: async () => embedder, n: SYNTH, label: `synthetic ${SYNTH}`, workers: 0 };
-    await (CHECK ? check : measure)(entry, t);
+    if (APPEND > 0) {
+      const idx = await PgIndex.open({ pool, table: t.table, embedder, workers: 0 });
+      const before = (await idx.stats()).chunks;
+      const t0 = performance.now();
+      const r = await idx.add(documents(APPEND, PREFIX, 1000 + PREFIX.charCodeAt(0)), { batchSize: 256 });
+      const seconds = (performance.now() - t0) / 1000;
+      await idx.close();
+      const run = { prefix: PREFIX, chunksBefore: before, added: r.added, chunks: r.chunks, seconds: round(seconds, 1), chunksPerSecond: round(r.chunks / seconds, 1), sharedBuffers: server.sb };
+      console.error(`synthetic ${SYNTH}: appended ${JSON.stringify(run)}`);
+      (entry.appends ??= []).push(run);
+      save();
+    } else {
+      await (CHECK ? check : measure)(entry, t);
+    }
   }
 } finally {
   await pool.end();
