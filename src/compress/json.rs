@@ -73,13 +73,8 @@ pub(crate) fn json_compact(
     rendered(
         value,
         &Ctx {
-            level,
-            seen,
-            msg,
-            preserve_numbers,
             keep_strings,
-            floor: false,
-            strings: None,
+            ..Ctx::new(level, seen, msg, preserve_numbers)
         },
     )
 }
@@ -104,13 +99,8 @@ pub(crate) fn json_compact_with<'v>(
     rendered(
         value,
         &Ctx {
-            level,
-            seen,
-            msg,
-            preserve_numbers,
-            keep_strings: false,
-            floor: false,
             strings: Some(strings),
+            ..Ctx::new(level, seen, msg, preserve_numbers)
         },
     )
 }
@@ -142,13 +132,8 @@ pub(crate) fn json_compact_floor(
     let out = rendered(
         value,
         &Ctx {
-            level: Level::DEFAULT,
-            seen,
-            msg,
-            preserve_numbers,
-            keep_strings: false,
             floor: true,
-            strings: None,
+            ..Ctx::new(Level::DEFAULT, seen, msg, preserve_numbers)
         },
     );
     crate::text::count_chars(&out)
@@ -277,6 +262,21 @@ struct Ctx<'a, 'v> {
     floor: bool,
     /// Long strings scored once for every level ([`json_compact_with`]).
     strings: Option<&'a LongStrings<'v>>,
+}
+
+impl<'a, 'v> Ctx<'a, 'v> {
+    /// The plain rendering's context: long strings summarised one by one, no floor.
+    fn new(level: Level, seen: &'a SeenValues, msg: usize, preserve_numbers: bool) -> Self {
+        Ctx {
+            level,
+            seen,
+            msg,
+            preserve_numbers,
+            keep_strings: false,
+            floor: false,
+            strings: None,
+        }
+    }
 }
 
 /// Arrays of this many numbers or more are summarised unless numbers are preserved.
