@@ -81,6 +81,8 @@ pub(super) struct Env<'a, 'v> {
     fold_parts: Vec<OnceCell<Rc<fold::Parts>>>,
     /// The long strings of JSON tool outputs, scored once for the budget's plans.
     strings: json::LongStrings<'a>,
+    /// Each JSON tool output's fields as a budget-fill summary lists them, flattened once.
+    json_fields: Vec<OnceCell<Rc<json::Fields>>>,
 }
 
 impl<'a, 'v> Env<'a, 'v> {
@@ -114,6 +116,7 @@ impl<'a, 'v> Env<'a, 'v> {
             strings: json::LongStrings::default(),
             fold_parts: (0..parsed.len()).map(|_| OnceCell::new()).collect(),
             texts: Default::default(),
+            json_fields: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
         }
     }
 
@@ -173,6 +176,16 @@ impl<'a, 'v> Env<'a, 'v> {
             CompactForm::Fixed(c) => within(c),
             CompactForm::Varies { floor } if floor > budget => None,
             CompactForm::Varies { .. } => within(make()),
+        }
+    }
+
+    /// Unit `u`'s JSON `value` flattened into the fields a budget-fill summary lists (kept for
+    /// the call's later plans).
+    pub(super) fn json_fields(&self, u: usize, value: &serde_json::Value) -> Rc<json::Fields> {
+        let make = || Rc::new(json::Fields::new(value, self.terms));
+        match self.json_fields.get(u).filter(|_| self.memoise) {
+            Some(cell) => Rc::clone(cell.get_or_init(make)),
+            None => make(),
         }
     }
 

@@ -341,7 +341,9 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
                 return summarized(summarize::fill(compact.0.clone(), &candidates, budget));
             }
             let share = summarize::sentence_share(&candidates, budget);
-            let body = summarize::json(v, Level::exact(share), info.chars, terms);
+            let body = env
+                .json_fields(u, v)
+                .select(Level::exact(share), info.chars);
             return summarized(summarize::fill(body, &candidates, budget));
         }
         if info.structured {

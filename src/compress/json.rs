@@ -1,59 +1,89 @@
 //! JSON tool output: the lossless, syntax-light rendering of the default level
-//! ([`json_compact`]) and the lossy field summary of the budget loop ([`json`]).
+//! ([`json_compact`]) and the lossy field summary of the budget loop ([`Fields`]).
 
 use serde_json::Value;
 
 use super::summarize::{cut_at_word, prose, Level, PreparedTexts, Query};
 use crate::text::keys;
 
-/// JSON tool output: scalars as `path=value` (long strings cut), arrays of scalars kept when
-/// short and summarised by count, range and first items when long, within the level's budget
-/// (identifier-like values are kept first).
-pub(crate) fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
-    let budget = level.budget(original_chars).max(level.min_chars);
-    let mut entries: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
-    flatten(value, "", &mut entries);
-    // Query-aware: fields whose path or value mentions a query term come first of all.
-    if !terms.is_empty() {
-        for (path, value, priority) in entries.iter_mut() {
-            let mentions = |text: &str| {
-                text.split(|c: char| !c.is_alphanumeric())
-                    .any(|w| w.len() >= 3 && terms.contains(&w.to_lowercase()))
-            };
-            if mentions(path) || mentions(value) {
-                *priority = 0;
+/// The lossy field summary of JSON tool output: its fields as `path=value` (long strings cut),
+/// arrays of scalars kept when short and summarised by count, range and first items when long,
+/// as many as the level's budget holds, identifier-like values first (under a query, fields
+/// that mention a query term before all). The fields do not depend on the level: a budget
+/// flattens each output once ([`Fields::new`]) and selects at every level it tries
+/// ([`Fields::select`]).
+pub(crate) struct Fields {
+    /// `(path, value)` in document order.
+    entries: Vec<(String, String)>,
+    /// Entry positions, most needed first.
+    order: Vec<usize>,
+    /// Each entry's characters as listed (`path=value; `).
+    lens: Vec<usize>,
+}
+
+impl Fields {
+    pub(crate) fn new(value: &Value, terms: &Query) -> Fields {
+        let mut flat: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
+        flatten(value, "", &mut flat);
+        // Query-aware: fields whose path or value mentions a query term come first of all.
+        if !terms.is_empty() {
+            for (path, value, priority) in flat.iter_mut() {
+                let mentions = |text: &str| {
+                    text.split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w.len() >= 3 && terms.contains(&w.to_lowercase()))
+                };
+                if mentions(path) || mentions(value) {
+                    *priority = 0;
+                }
             }
         }
-    }
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|&i| (entries[i].2, i));
-    let mut keep: Vec<usize> = Vec::new();
-    let mut used = 0;
-    for i in order {
-        let len = entries[i].0.chars().count() + entries[i].1.chars().count() + 3;
-        if used + len > budget && !keep.is_empty() {
-            continue;
+        let mut order: Vec<usize> = (0..flat.len()).collect();
+        order.sort_by_key(|&i| (flat[i].2, i));
+        let lens = flat
+            .iter()
+            .map(|(p, v, _)| p.chars().count() + v.chars().count() + 3)
+            .collect();
+        let entries = flat.into_iter().map(|(p, v, _)| (p, v)).collect();
+        Fields {
+            entries,
+            order,
+            lens,
         }
-        used += len;
-        keep.push(i);
     }
-    let dropped = entries.len() - keep.len();
-    keep.sort_unstable();
-    let mut out = keep
-        .iter()
-        .map(|&i| {
-            if entries[i].0.is_empty() {
-                entries[i].1.clone()
-            } else {
-                format!("{}={}", entries[i].0, entries[i].1)
+
+    /// The fields that fit the level's budget for a value of `original_chars`, most needed
+    /// first, listed in document order, with a count of the fields left out.
+    pub(crate) fn select(&self, level: Level, original_chars: usize) -> String {
+        let budget = level.budget(original_chars).max(level.min_chars);
+        let mut keep: Vec<usize> = Vec::new();
+        let mut used = 0;
+        for &i in &self.order {
+            let len = self.lens[i];
+            if used + len > budget && !keep.is_empty() {
+                continue;
             }
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    if dropped > 0 {
-        out.push_str(&format!(" (+{dropped} more fields)"));
+            used += len;
+            keep.push(i);
+        }
+        let dropped = self.entries.len() - keep.len();
+        keep.sort_unstable();
+        let mut out = String::new();
+        for (n, &i) in keep.iter().enumerate() {
+            if n > 0 {
+                out.push_str("; ");
+            }
+            let (path, value) = &self.entries[i];
+            if !path.is_empty() {
+                out.push_str(path);
+                out.push('=');
+            }
+            out.push_str(value);
+        }
+        if dropped > 0 {
+            out.push_str(&format!(" (+{dropped} more fields)"));
+        }
+        out
     }
-    out
 }
 
 /// JSON tool output rendered without its syntax weight: keys and simple strings unquoted,
@@ -549,6 +579,10 @@ fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
 mod tests {
     use super::*;
     use crate::compress::summarize::query_terms;
+
+    fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
+        Fields::new(value, terms).select(level, original_chars)
+    }
 
     #[test]
     fn json_keeps_ids() {

@@ -650,7 +650,7 @@ pub(crate) fn structured(text: &str, level: Level) -> String {
     out
 }
 
-pub(crate) use super::json::{json, json_compact};
+pub(crate) use super::json::json_compact;
 
 #[cfg(test)]
 mod tests {
