@@ -43,7 +43,7 @@ use super::output::Plan;
 use super::parse::{message_text, tool_outputs};
 use super::render::{self, Shape};
 use super::search;
-use super::values;
+
 use crate::text::hash::FastMap;
 
 /// The smallest fill share the budget tries before truncating.
@@ -508,9 +508,9 @@ impl ToolValues {
         for (i, value) in parsed.values.iter().enumerate().rev() {
             let texts = tool_outputs(value, parsed.is_tool_message(i));
             for text in texts.iter().rev() {
-                for v in values::tool_values(text) {
+                for v in env.output_values(text).all() {
                     if seen.insert(v.clone()) {
-                        patterns.push(v);
+                        patterns.push(v.clone());
                         weights.push(weight);
                     }
                 }

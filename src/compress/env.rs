@@ -16,6 +16,7 @@ use super::options::CompressOptions;
 use super::parse::{message_text, message_text_ref, Parsed, Units};
 use super::render::{FormKey, MsgOut};
 use super::summarize::{Prepared, Query};
+use super::values;
 use crate::text::hash::{FastMap, FastSet};
 
 /// What a fold lists, most needed first, and the folded characters.
@@ -83,6 +84,9 @@ pub(super) struct Env<'a, 'v> {
     strings: json::LongStrings<'a>,
     /// Each JSON tool output's fields as a budget-fill summary lists them, flattened once.
     json_fields: Vec<OnceCell<Rc<json::Fields>>>,
+    /// Each tool output's values, read once, by the address of its text (a text of the call's
+    /// messages, which outlive the context).
+    output_values: RefCell<FastMap<(usize, usize), Rc<values::OutputValues>>>,
 }
 
 impl<'a, 'v> Env<'a, 'v> {
@@ -117,6 +121,7 @@ impl<'a, 'v> Env<'a, 'v> {
             fold_parts: (0..parsed.len()).map(|_| OnceCell::new()).collect(),
             texts: Default::default(),
             json_fields: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
+            output_values: RefCell::default(),
         }
     }
 
@@ -177,6 +182,18 @@ impl<'a, 'v> Env<'a, 'v> {
             CompactForm::Varies { floor } if floor > budget => None,
             CompactForm::Varies { .. } => within(make()),
         }
+    }
+
+    /// The values of a tool output `text` of the call's messages ([`values::OutputValues`]),
+    /// read once per call.
+    pub(super) fn output_values(&self, text: &'v str) -> Rc<values::OutputValues> {
+        let key = (text.as_ptr() as usize, text.len());
+        if let Some(v) = self.output_values.borrow().get(&key) {
+            return Rc::clone(v);
+        }
+        let v = Rc::new(values::OutputValues::new(text));
+        self.output_values.borrow_mut().insert(key, Rc::clone(&v));
+        v
     }
 
     /// Unit `u`'s JSON `value` flattened into the fields a budget-fill summary lists (kept for
@@ -263,7 +280,11 @@ impl<'a, 'v> Env<'a, 'v> {
         let terms = self.terms;
         let relevance = (!(terms.is_empty() && terms.cosines.is_empty())).then(|| self.relevance());
         let parts = |g: usize| {
-            let make = || Rc::new(fold::Parts::new(self.parsed, g, terms));
+            let make = || {
+                Rc::new(fold::Parts::new(self.parsed, g, terms, |t| {
+                    self.output_values(t).for_query(terms)
+                }))
+            };
             match self.fold_parts.get(g) {
                 Some(cell) => Rc::clone(cell.get_or_init(make)),
                 None => make(),

@@ -354,7 +354,8 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
         }
         // Other tool output: its values (both ends of a listing first) before its sentences.
         let candidates = memo_candidates(env, u, known, || {
-            values::tool_values_for(t, terms)
+            env.output_values(t)
+                .for_query(terms)
                 .into_iter()
                 .filter(|k| !known.set.contains(k))
                 .collect()

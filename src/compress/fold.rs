@@ -5,10 +5,10 @@
 use crate::text::hash::FastSet;
 use std::ops::Range;
 
+use super::fate::Known;
 use super::options::CompressOptions;
 use super::parse::{message_text, tool_outputs, Parsed};
 use super::summarize::Query;
-use super::{fate::Known, values};
 use crate::message::{Format, Role};
 use crate::text::keys;
 
@@ -80,7 +80,7 @@ impl Listed {
 }
 
 /// What one message gives the folds that take it in: its tool outputs' values (as
-/// [`values::tool_values_for`] finds them, output after output), its key tokens and its
+/// `values` gives them: the query's first, output after output), its key tokens and its
 /// characters. Made once per message for all the folds a budget measures.
 pub(super) struct Parts {
     values: Vec<String>,
@@ -89,10 +89,15 @@ pub(super) struct Parts {
 }
 
 impl Parts {
-    pub(super) fn new(parsed: &Parsed<'_>, g: usize, terms: &Query) -> Parts {
+    pub(super) fn new<'v>(
+        parsed: &Parsed<'v>,
+        g: usize,
+        terms: &Query,
+        values: impl Fn(&'v str) -> Vec<String>,
+    ) -> Parts {
         let values = tool_outputs(&parsed.values[g], parsed.is_tool_message(g))
             .into_iter()
-            .flat_map(|text| values::tool_values_for(text, terms))
+            .flat_map(values)
             .collect();
         let text = message_text(&parsed.values[g]);
         Parts {

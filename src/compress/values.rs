@@ -23,28 +23,68 @@ use crate::text::keys;
 pub(crate) const MAX_VALUE_CHARS: usize = 100;
 
 /// The values of one tool output, most reusable first (see the module docs).
+#[cfg(test)]
 pub(crate) fn tool_values(text: &str) -> Vec<String> {
-    match json_of(text) {
-        Some(v) => ranked(&leaves(&v)),
-        None => key_values(text),
-    }
+    OutputValues::new(text).ranked
 }
 
-/// [`tool_values`] with the values the query is about first ([`named_by_query`]). Without
-/// query terms, or for output that is not JSON, the same as [`tool_values`].
+/// `tool_values` with the values the query is about first ([`named_by_query`]). Without
+/// query terms, or for output that is not JSON, the same as `tool_values`.
+#[cfg(test)]
 pub(crate) fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
-    let Some(v) = json_of(text) else {
-        return key_values(text);
-    };
-    let leaves = leaves(&v);
-    let mut out = named(&leaves, query);
-    out.extend(ranked(&leaves));
-    dedup(out)
+    OutputValues::new(text).for_query(query)
+}
+
+/// One tool output read once for its values: its JSON leaves (when it is a JSON object or
+/// array) and its values ranked, most reusable first (see the module docs). A budget asks for them several
+/// times (the values its plans count, what a fold lists, what a summary may list).
+pub(crate) struct OutputValues {
+    leaves: Option<Vec<(u8, String, String)>>,
+    ranked: Vec<String>,
+}
+
+impl OutputValues {
+    pub(crate) fn new(text: &str) -> OutputValues {
+        match json_of(text) {
+            Some(v) => {
+                let leaves = leaves(&v);
+                let ranked = ranked(&leaves);
+                OutputValues {
+                    leaves: Some(leaves),
+                    ranked,
+                }
+            }
+            None => OutputValues {
+                leaves: None,
+                ranked: key_values(text),
+            },
+        }
+    }
+
+    /// The values, most reusable first.
+    pub(crate) fn all(&self) -> &[String] {
+        &self.ranked
+    }
+
+    /// The values with those the query is about first ([`named_by_query`]); without query
+    /// terms, or for output that is not JSON, the same as [`all`](Self::all).
+    pub(crate) fn for_query(&self, query: &Query) -> Vec<String> {
+        let named = match &self.leaves {
+            Some(leaves) => named(leaves, query),
+            None => Vec::new(),
+        };
+        if named.is_empty() {
+            return self.ranked.clone();
+        }
+        let mut out = named;
+        out.extend(self.ranked.iter().cloned());
+        dedup(out)
+    }
 }
 
 /// The values of a JSON tool output's leaves (`v`) under fields the query names
 /// ([`Query::names_field`]: `order_id` and `order_type` for "cancel my order"), ranked as in
-/// [`tool_values`] (identifier-like first) and in reading order within a rank, leaving out the
+/// [`OutputValues::all`] (identifier-like first) and in reading order within a rank, leaving out the
 /// ones the query itself holds (the next turn has those). Empty without query terms.
 pub(crate) fn named_by_query(v: &Value, query: &Query) -> Vec<String> {
     if query.stems.is_empty() {
@@ -68,7 +108,7 @@ fn key_values(text: &str) -> Vec<String> {
     ))
 }
 
-/// The JSON leaves ranked as in [`tool_values`]: by rank, each rank both ends first.
+/// The JSON leaves ranked as in [`OutputValues::all`]: by rank, each rank both ends first.
 fn ranked(leaves: &[(u8, String, String)]) -> Vec<String> {
     let mut out = Vec::with_capacity(leaves.len());
     for rank in 0..3u8 {
