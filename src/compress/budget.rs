@@ -32,7 +32,7 @@
 
 use std::cell::RefCell;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::counter::Tokens;
 use super::env::Env;
@@ -522,6 +522,7 @@ impl ToolValues {
         }
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
             .build(&patterns)
             .ok()?;
         Some(ToolValues {
