@@ -555,9 +555,11 @@ impl ToolValues {
                 }
             }
         };
+        // The folded summary, made once: a rejected fold keeps its messages as they were.
+        let fold = render::fold_out(env, shape, &d);
+        let fold_rejected = fold.as_ref().is_some_and(|f| f.rejected);
         for m in 0..parsed.len() {
-            let original = d.pres.kept[m].is_some()
-                || (d.pres.fold.contains(&m) && fold_rejected(env, shape, &d));
+            let original = d.pres.kept[m].is_some() || (d.pres.fold.contains(&m) && fold_rejected);
             if original {
                 scan(&message_text(&parsed.values[m]));
             } else if !d.pres.fold.contains(&m) {
@@ -569,10 +571,8 @@ impl ToolValues {
                 }
             }
         }
-        if let Some(f) = render::fold_out(env, shape, &d) {
-            if !f.rejected {
-                scan(&f.text);
-            }
+        if let Some(f) = fold.filter(|f| !f.rejected) {
+            scan(&f.text);
         }
         found
             .iter()
@@ -581,8 +581,4 @@ impl ToolValues {
             .map(|(_, w)| w)
             .sum()
     }
-}
-
-fn fold_rejected(env: &Env<'_, '_>, shape: &Shape, d: &render::Decisions) -> bool {
-    render::fold_out(env, shape, d).is_some_and(|f| f.rejected)
 }
