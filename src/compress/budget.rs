@@ -132,10 +132,14 @@ fn choose(
         hierarchical: env.options.method == CompressMethod::Hierarchical,
         sizes: RefCell::default(),
     };
-    let first = c.total(&base);
-    if first <= budget {
-        let (shape, level) = c.default_fits(base, first);
-        return (shape, 0, level);
+    // The default pass, unless what it keeps verbatim is already over the budget (its other
+    // messages only add to that): then it cannot fit and is not measured.
+    if c.verbatim(&base) <= budget {
+        let first = c.total(&base);
+        if first <= budget {
+            let (shape, level) = c.default_fits(base, first);
+            return (shape, 0, level);
+        }
     }
     // Stages, each searched over the fill share: what stays verbatim shrinks from stage to
     // stage (recency window 2 → 1 → 1 with condensed tool-call arguments → 0 → the oldest
@@ -271,6 +275,17 @@ impl Chooser<'_, '_, '_> {
         let t = render::total(self.env, shape);
         self.sizes.borrow_mut().insert(*shape, t);
         t
+    }
+
+    /// The tokens of the messages the plan `shape` keeps as they are: a lower bound of its
+    /// total ([`render::total_of`] adds the other messages' forms and the fold to them).
+    fn verbatim(&self, shape: &Shape) -> usize {
+        let d = render::decide(self.env, shape);
+        let counts = &self.env.parsed.counts;
+        (0..counts.len())
+            .filter(|&m| d.pres.kept[m].is_some())
+            .map(|m| counts[m])
+            .sum()
     }
 
     /// The smallest share of the ladder (or level of the hierarchy).
