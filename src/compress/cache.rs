@@ -435,11 +435,6 @@ impl Memo {
         m.single_pass = m.cache.is_none();
     }
 
-    /// Whether the call is one pass (nothing memoised but token classes).
-    pub(crate) fn is_single_pass(&self) -> bool {
-        self.inner.borrow().single_pass
-    }
-
     /// Whether a caller's cache is attached.
     pub(crate) fn has_cache(&self) -> bool {
         self.inner.borrow().cache.is_some()
@@ -487,6 +482,16 @@ impl Memo {
             .keys
             .insert(text.to_string(), Rc::clone(&extracted));
         extracted
+    }
+
+    /// Records `extracted` as [`keys`](Self::keys) of `text` (what a walk over the text found
+    /// anyway: `keys::TextKeys::all`), unless the call is one pass or the text has them.
+    pub(crate) fn seed_keys(&self, text: &str, extracted: impl FnOnce() -> Vec<(String, KeyKind)>) {
+        let mut m = self.inner.borrow_mut();
+        if m.single_pass || m.keys.contains_key(text) {
+            return;
+        }
+        m.keys.insert(text.to_string(), Rc::new(extracted()));
     }
 
     /// [`keys::classify`] of one token, memoised (the table [`keys`](Self::keys) fills).

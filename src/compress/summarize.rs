@@ -279,12 +279,15 @@ impl<'t> Prepared<'t> {
     pub(crate) fn new(text: &'t str, terms: &Query, facts: bool) -> Prepared<'t> {
         let sents = sentences::split(text);
         let last_paragraph = sents.last().map(|s| s.paragraph).unwrap_or(0);
-        // One pass (nothing memoised): the key tokens of the text and of each sentence from
-        // one walk, where it can tell; the memo's per-sentence walks otherwise.
-        let walk = terms
-            .memo
-            .is_single_pass()
+        // The key tokens of the text and of each sentence from one walk, where it can tell; the
+        // memo's per-sentence walks otherwise. With a caller's cache the sentence scores come
+        // from (and go to) the cache instead; without one the walk also gives the text's key
+        // tokens to the call's memo, which a budget asks for (fill candidates, known sets).
+        let walk = (!terms.memo.has_cache())
             .then(|| keys::TextKeys::new(text, &mut |k| terms.memo.classify(k)));
+        if let Some(w) = &walk {
+            terms.memo.seed_keys(text, || w.all());
+        }
         let mut fact_list = Vec::new();
         let scored: Vec<(usize, f64)> = sents
             .iter()
