@@ -7,13 +7,14 @@
 //! costs a pass over per-message numbers. Only the chosen plan is rendered.
 //!
 //! The choice, in order:
-//! 1. The default pass fits: when the input itself does not, the budget is used rather than
-//!    left empty — the largest fill share (every compressible text summarised to the same share
-//!    of its size, key tokens listed within it) that fits and keeps more than the default pass.
+//! 1. The default pass fits (not measured when the messages it keeps verbatim are already over
+//!    the budget): when the input itself does not, the budget is used rather than left empty —
+//!    the largest fill share (every compressible text summarised to the same share of its
+//!    size, key tokens listed within it) that fits and keeps more than the default pass.
 //! 2. Otherwise stages that keep less verbatim in turn — a recency window of 2, then 1, then
 //!    condensed tool-call arguments, then 0, then the oldest messages folded into one summary
-//!    (recency window 1, then 0) — each with the largest fill share that fits (found by
-//!    bisection over a fixed ladder of shares). In fold stages the fewest folded messages that
+//!    (recency window 1, then 0) — each with the largest fill share that fits (searched over a
+//!    fixed ladder of shares, see `search.rs`). In fold stages the fewest folded messages that
 //!    let the smallest share fit, and the folded summary gets what the newer messages leave.
 //!    Without tool output the first stage that fits is the result; with tool output every
 //!    stage's plan and the fold of everything compete, and the one keeping the most
@@ -43,7 +44,6 @@ use super::output::Plan;
 use super::parse::{message_text, tool_outputs};
 use super::render::{self, Shape};
 use super::search;
-
 use crate::text::hash::FastMap;
 
 /// The smallest fill share the budget tries before truncating.
