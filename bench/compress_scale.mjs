@@ -67,8 +67,13 @@ function runCli(command, line) {
 }
 
 const rows = [];
-// Warm-up.
-compressJson(JSON.stringify(conversation(1000)), {});
+// Warm-up: the smallest size, twice per config. V8 compiles the module's functions on their
+// first call and tiers the hot ones up in the background over the next calls: the first large
+// call of a process costs up to ~0.9 s more (10k messages: ~1 s, then ~0.15 s), which is not
+// the per-message cost this measures.
+for (const config of configs) {
+  for (let k = 0; k < 2; k++) compressJson(JSON.stringify(conversation(sizes[0])), optionsOf(config));
+}
 for (const config of configs) {
   for (const n of sizes) {
     const messages = conversation(n);
