@@ -29,7 +29,7 @@ use serde_json::Value;
 use super::summarize::{self, Level, Query};
 use crate::embed::{cosine, Embedder};
 use crate::error::{read_json, read_value, Error, ErrorKind};
-use crate::retrieve::analyze::Analyzer;
+use crate::retrieve::analyze::{Analyzer, TermCache};
 use crate::retrieve::bm25::{Bm25, Bm25Params};
 use crate::text::{estimate_tokens, fences};
 
@@ -433,11 +433,12 @@ fn relevance(
             .collect());
     }
     let analyzer = Analyzer::english();
+    let mut cache = TermCache::default();
     let mut bm25 = Bm25::new(Bm25Params::default())?;
     for c in chunks {
-        bm25.add(&analyzer.terms(&c.text));
+        bm25.add(&analyzer.terms_cached(&c.text, &mut cache));
     }
-    let scores = bm25.scores(&analyzer.terms(q));
+    let scores = bm25.scores(&analyzer.terms_cached(q, &mut cache));
     let best = scores.iter().copied().fold(0.0f32, f32::max);
     Ok(scores
         .iter()

@@ -210,9 +210,18 @@ fn relevance(sentence: &str, terms: &Query) -> f64 {
     if terms.is_empty() {
         return 0.0;
     }
+    // Query terms have 3+ characters: a word of fewer than 3 bytes (whose lower case has at
+    // most 2 characters) cannot be one; a word without capitals is its own lower case.
     let hits = sentence
         .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| terms.contains(&w.to_lowercase()))
+        .filter(|w| {
+            w.len() >= 3
+                && if w.chars().any(char::is_uppercase) {
+                    terms.contains(&w.to_lowercase())
+                } else {
+                    terms.contains(w)
+                }
+        })
         .count();
     hits as f64 * 3.0
 }

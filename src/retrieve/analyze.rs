@@ -295,8 +295,42 @@ impl Analyzer {
 
     /// The terms of `text`, in text order (duplicates kept: they are term frequencies).
     pub fn terms(&self, text: &str) -> Vec<String> {
-        let normalized = normalize(text);
         let mut out = Vec::new();
+        self.words(text, |word| {
+            if let Some(term) = self.term(word) {
+                out.push(term);
+            }
+        });
+        out
+    }
+
+    /// [`terms`](Self::terms), each word's term looked up in `cache` first (and recorded
+    /// there): for many texts analysed in a row, whose words repeat, most of the work (the
+    /// stemmer) is done once per distinct word. The same terms as `terms`.
+    pub fn terms_cached(&self, text: &str, cache: &mut TermCache) -> Vec<String> {
+        let mut out = Vec::new();
+        self.words(text, |word| {
+            let term = match cache.terms.get(word) {
+                Some(known) => known.clone(),
+                None => {
+                    let term = self.term(word);
+                    if cache.terms.len() < TermCache::MAX_WORDS {
+                        cache.terms.insert(word.into(), term.clone());
+                    }
+                    term
+                }
+            };
+            if let Some(term) = term {
+                out.push(term);
+            }
+        });
+        out
+    }
+
+    /// Calls `f` with each word of `text` the terms come from: normalised, split into words,
+    /// lower-cased and (with `split_inner`) split at non-alphanumeric characters.
+    fn words(&self, text: &str, mut f: impl FnMut(&str)) {
+        let normalized = normalize(text);
         for word in crate::text::words::words(&normalized) {
             let lower: Cow<'_, str> = if word.chars().any(char::is_uppercase) {
                 Cow::Owned(word.to_lowercase())
@@ -305,28 +339,40 @@ impl Analyzer {
             };
             if self.options.split_inner {
                 for part in lower.split(|c: char| !c.is_alphanumeric()) {
-                    self.push_term(part, &mut out);
+                    f(part);
                 }
             } else {
-                self.push_term(&lower, &mut out);
+                f(&lower);
             }
         }
-        out
     }
 
-    fn push_term(&self, word: &str, out: &mut Vec<String>) {
+    /// The term of one word: `None` for an empty word, a stop word (when dropped) or an
+    /// empty stem.
+    fn term(&self, word: &str) -> Option<String> {
         if word.is_empty() || (self.options.stop_words && is_english_stop_word(word)) {
-            return;
+            return None;
         }
         let term = if self.options.stem {
             self.stemmer.stem(word).into_owned()
         } else {
             word.to_string()
         };
-        if !term.is_empty() {
-            out.push(term);
-        }
+        (!term.is_empty()).then_some(term)
     }
+}
+
+/// The terms an [`Analyzer`] found for words it has seen, for [`Analyzer::terms_cached`]. It
+/// holds at most [`TermCache::MAX_WORDS`] words (later new words are analysed each time), and
+/// belongs with one analyser's options.
+#[derive(Default)]
+pub struct TermCache {
+    terms: crate::text::hash::FastMap<Box<str>, Option<String>>,
+}
+
+impl TermCache {
+    /// The most distinct words a cache records.
+    pub const MAX_WORDS: usize = 1 << 16;
 }
 
 /// NFKD without combining marks, `’` as `'`; ASCII text is returned as it is.
@@ -345,6 +391,50 @@ fn normalize(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_terms_are_the_terms() {
+        let texts = [
+            "Running runners ran; the RUNNING of foo_bar.baz",
+            "Café naïve résumé — l’été d'Ünïcode İstanbul",
+            "running again, and again: the runners",
+            "",
+            "a an the of",
+        ];
+        for options in [
+            AnalyzerOptions::default(),
+            AnalyzerOptions {
+                split_inner: false,
+                stop_words: false,
+                stem: false,
+            },
+        ] {
+            let analyzer = Analyzer::new(options);
+            let mut cache = TermCache::default();
+            for _ in 0..2 {
+                for t in texts {
+                    assert_eq!(
+                        analyzer.terms_cached(t, &mut cache),
+                        analyzer.terms(t),
+                        "{t}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// A cache shared by many texts changes no text's terms.
+        #[test]
+        fn a_shared_cache_changes_no_terms(texts in proptest::collection::vec("\\PC{0,40}", 1..12)) {
+            let analyzer = Analyzer::english();
+            let mut cache = TermCache::default();
+            for t in &texts {
+                proptest::prop_assert_eq!(analyzer.terms_cached(t, &mut cache), analyzer.terms(t));
+            }
+        }
+    }
 
     #[test]
     fn stop_list_is_sorted_and_unique() {
