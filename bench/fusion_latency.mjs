@@ -1,10 +1,11 @@
-// query() latency of the two fusion methods side by side in one run (docs/benchmarks.md, "query"):
-// the convex fusion (the default) against Reciprocal Rank Fusion (`fusion: "rrf"`), natively
-// (the CLI's in-process `ms` per question) and in wasm (Node, timed around `query()`).
+// query() latency of the fusions side by side in one run (docs/benchmarks.md, "query"): the
+// convex fusion with pseudo-relevance feedback (the default), the convex fusion without it
+// (`feedback: false`) and Reciprocal Rank Fusion (`fusion: "rrf"`), natively (the CLI's
+// in-process `ms` per question) and in wasm (Node, timed around `query()`).
 //
 // The corpus and questions are bench/query.mjs's (chunk-sized documents recombined from the
 // dev IR corpora, lexical embedder with the vector side forced on, so the fusion sees two
-// 1,000-deep lists; a MiniLM query adds the model's time, the same for both methods). Rounds
+// 1,000-deep lists; a MiniLM query adds the model's time, the same for every variant). Rounds
 // interleave the methods (and alternate which goes first) so that a change in machine load hits
 // both alike.
 //
@@ -26,7 +27,12 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 const out = here('out/');
 mkdirSync(out, { recursive: true });
 const corpus = syntheticCorpus();
-const methods = ['convex', 'rrf'];
+const variants = {
+  'convex+feedback': { denseWeight: 1 },
+  convex: { denseWeight: 1, feedback: false },
+  rrf: { denseWeight: 1, fusion: 'rrf' },
+};
+const methods = Object.keys(variants);
 const rows = [];
 for (const n of sizes) {
   const docs = corpus.docs(n);
@@ -42,7 +48,7 @@ for (const n of sizes) {
     // Which method goes first alternates, so that a garbage collection or a burst of load
     // after the first pass does not always land on the same one.
     for (const m of r % 2 ? [...methods].reverse() : methods) {
-      const options = { denseWeight: 1, fusion: m };
+      const options = variants[m];
       const lines = execFileSync(cli, ['query', '--index', `${out}fusion-${n}.bin`, '--options', JSON.stringify(options)], {
         input, maxBuffer: 1 << 30,
       }).toString().trimEnd().split('\n').map((l) => JSON.parse(l));

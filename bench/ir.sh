@@ -6,7 +6,9 @@
 #   bench/ir.sh [--lexical] [SET ...]        (SET: cisi, med; default both)
 #
 # Rows: lexical only (denseWeight 0), dense only (lexicalWeight 0), hybrid (the default fusion,
-# both weights 1), and hybrid-rrf (the same with fusion "rrf", the fusion before the convex one).
+# both weights 1, with pseudo-relevance feedback), hybrid-nofb (the same with feedback false),
+# lexical-nofb (lexical only without feedback), and hybrid-rrf (fusion "rrf", the fusion before
+# the convex one).
 # Needs the model files (scripts/fetch-models) unless --lexical (the lexical fallback embedder).
 # Data: ../shared/data/ir/<set>/ (override with IR_DATA=dir).
 set -euo pipefail
@@ -25,9 +27,11 @@ printf '| set | embedder | system | nDCG@10 | R@10 | R@100 | MRR@10 |\n|---|---|
 for set in "${sets[@]}"; do
   idx=$out/$set-$kind.bin
   "$bin" index --docs "$data/$set/corpus.jsonl" --out "$idx" "${model[@]}"
-  for sys in lexical dense hybrid hybrid-rrf; do
+  for sys in lexical lexical-nofb dense hybrid hybrid-nofb hybrid-rrf; do
     case $sys in
       lexical) w='"lexicalWeight":1,"denseWeight":0' ;;
+      lexical-nofb) w='"lexicalWeight":1,"denseWeight":0,"feedback":false' ;;
+      hybrid-nofb) w='"lexicalWeight":1,"denseWeight":1,"feedback":false' ;;
       dense) w='"lexicalWeight":0,"denseWeight":1' ;;
       hybrid) w='"lexicalWeight":1,"denseWeight":1' ;;
       hybrid-rrf) w='"lexicalWeight":1,"denseWeight":1,"fusion":"rrf"' ;;

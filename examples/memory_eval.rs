@@ -126,12 +126,20 @@ fn run() -> Result<(), String> {
         .unwrap_or_else(|| format!("{root}/../shared/data/conversations"));
     let write = args.iter().any(|a| a == "--write");
     let embedder = common::minilm()?;
-    let systems: [(&str, &str); 6] = [
+    let systems: [(&str, &str); 8] = [
         ("BM25", r#""lexicalWeight":1,"denseWeight":0"#),
+        (
+            "BM25 (no feedback)",
+            r#""lexicalWeight":1,"denseWeight":0,"feedback":false"#,
+        ),
         ("MiniLM", r#""lexicalWeight":0,"denseWeight":1"#),
         (
             "hybrid (convex, default)",
             r#""lexicalWeight":1,"denseWeight":1"#,
+        ),
+        (
+            "hybrid (convex, no feedback)",
+            r#""lexicalWeight":1,"denseWeight":1,"feedback":false"#,
         ),
         (
             "hybrid (RRF)",

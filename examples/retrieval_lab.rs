@@ -5,8 +5,12 @@
 //! (`maxChunksPerDoc` 1, top 100), as `bench/ir.sh` scores `query`.
 //!
 //! ```text
-//! cargo run --release --example retrieval_lab -- /work/shared/data/ir/cisi [--sentences]
+//! cargo run --release --example retrieval_lab -- /work/shared/data/ir/cisi [--sentences] [--feedback]
 //! ```
+//!
+//! `--feedback` runs only the library rows and the grid of the pseudo-relevance feedback's
+//! shares and term counts (`Feedback` rows; the shipped default is `Feedback { orig: 0.2,
+//! expanded: 0.1, terms: 10 }`).
 //!
 //! The `Library(..)` rows are the library's `fuse_lists` and reproduce `bench/ir.sh`'s hybrid
 //! rows (RRF and the default convex fusion); the other rows are the variants measured for
@@ -23,7 +27,8 @@ use condense::embed::Embedder;
 use condense::retrieve::analyze::{Analyzer, AnalyzerOptions};
 use condense::retrieve::bm25::{Bm25, Bm25Params};
 use condense::retrieve::chunk::{chunk_document, ChunkOptions};
-use condense::retrieve::fuse::{fuse_lists, Fusion};
+use condense::retrieve::feedback::expansion_terms;
+use condense::retrieve::fuse::{fuse_lists, fuse_with_feedback, Fusion};
 use condense::retrieve::options::FusionMethod;
 use condense::retrieve::vector::dot;
 use condense::retrieve::Chunk;
@@ -207,9 +212,16 @@ enum Fb {
 /// One ranking to measure.
 #[derive(Clone, Copy, Debug)]
 enum Spec {
-    /// The library's `fuse_lists` with this fusion (RRF: the fusion before issue 32; convex:
-    /// the default after it).
+    /// The library's `fuse_lists` with this fusion and no feedback (RRF: the fusion before
+    /// issue 32; convex: the default after it, before feedback).
     Library(FusionMethod),
+    /// The library's `fuse_with_feedback` (the default of `query`): the shares of the plain
+    /// and the expanded BM25 lists (dense the rest) and the number of expansion terms.
+    Feedback {
+        orig: f32,
+        expanded: f32,
+        terms: usize,
+    },
     /// The lab's convex fusion (no document grouping): lexical share, lexical normalisation
     /// (0 bm25/max, 1 bm25/(0.5·ideal), 3 z-score over the list), dense normalisation (0
     /// min-max over the list, 1 (cos − 0.15)/0.5, 2 cos/max, 3 z-score over the list).
@@ -263,7 +275,7 @@ impl Lab<'_> {
         alpha: Option<f32>,
     ) -> Vec<(u32, f32)> {
         match alpha {
-            None => fuse_lists(lex, ideal, dense, &self.group(), &self.rrf),
+            None => fuse_lists(lex, ideal, dense, &[], &self.group(), &self.rrf),
             Some(a) => cc(self.set.doc_of.len(), &[(lex, a, 2), (dense, 1.0 - a, 1)]),
         }
     }
@@ -278,8 +290,33 @@ impl Lab<'_> {
         let n = set.doc_of.len();
         match *spec {
             Spec::Library(method) => {
-                let f = Fusion { method, ..self.rrf };
-                fuse_lists(&lex, ideal, &dense, &self.group(), &f)
+                let f = Fusion {
+                    method,
+                    feedback_terms: 0,
+                    ..self.rrf
+                };
+                fuse_lists(&lex, ideal, &dense, &[], &self.group(), &f)
+            }
+            Spec::Feedback {
+                orig,
+                expanded,
+                terms: nt,
+            } => {
+                let f = Fusion {
+                    method: FusionMethod::Convex,
+                    feedback_terms: nt,
+                    feedback_lexical: orig,
+                    feedback_expanded: expanded,
+                    ..self.rrf
+                };
+                let mut expand = |top: &[u32]| {
+                    let fb: Vec<Vec<String>> = top
+                        .iter()
+                        .map(|&s| set.chunk_terms[s as usize].clone())
+                        .collect();
+                    set.bm25.search_weighted(&expansion_terms(&fb, nt), DEPTH)
+                };
+                fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
             }
             Spec::Cc(alpha, l, d) => {
                 let lex: Vec<(u32, f32)> = if l == 1 {
@@ -349,7 +386,7 @@ impl Lab<'_> {
                     dense_weight: wd,
                     ..self.rrf
                 };
-                fuse_lists(&lex, ideal, &dense, &self.group(), &f)
+                fuse_lists(&lex, ideal, &dense, &[], &self.group(), &f)
             }
             Spec::Rm3 {
                 fb,
@@ -459,7 +496,7 @@ fn run() -> R {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = args
         .first()
-        .ok_or("usage: retrieval_lab <set dir> [--sentences]")?;
+        .ok_or("usage: retrieval_lab <set dir> [--sentences] [--feedback]")?;
     let sentences = args.iter().any(|a| a == "--sentences");
     let name = dir
         .trim_end_matches('/')
@@ -602,6 +639,27 @@ fn run() -> R {
     };
     use Spec::*;
     let mut specs = vec![Library(FusionMethod::Rrf), Library(FusionMethod::Convex)];
+    // The feedback grid (`--feedback`: only the library rows and this grid).
+    let mut grid = Vec::new();
+    for terms in [5usize, 10] {
+        for orig in [0.15f32, 0.2, 0.25] {
+            for expanded in [0.05f32, 0.1, 0.15] {
+                grid.push(Feedback {
+                    orig,
+                    expanded,
+                    terms,
+                });
+            }
+        }
+    }
+    for terms in [3usize, 7, 15, 20] {
+        grid.push(Feedback {
+            orig: 0.2,
+            expanded: 0.1,
+            terms,
+        });
+    }
+    let feedback_only = args.iter().any(|a| a == "--feedback");
     for alpha in [0.15f32, 0.2, 0.25, 0.3, 0.4, 0.5] {
         specs.push(Cc(alpha, 0, 0));
     }
@@ -689,6 +747,11 @@ fn run() -> R {
             });
         }
     }
+
+    if feedback_only {
+        specs.truncate(2);
+    }
+    specs.extend(grid);
 
     println!("| set | variant | nDCG@10 | R@100 | ms/query |\n|---|---|---|---|---|");
     for spec in &specs {

@@ -860,6 +860,18 @@ export interface QueryOptions {
   fusion?: 'convex' | 'rrf';
   /** query only: the RRF constant k, used with `fusion: 'rrf'`. Default 60. */
   rrfK?: number;
+  /**
+   * query only: pseudo-relevance feedback on the lexical side (RM3-style expansion). The first
+   * fusion's top 10 chunks are taken as relevant; the `feedbackTerms` most frequent words of
+   * their text (by their share of each chunk) make a second, weighted BM25 query, whose list is
+   * fused as a third list (plain BM25 0.2, expanded BM25 0.1, embeddings 0.7, before the
+   * weights). Default true; applies with `fusion: 'convex'` and a `lexicalWeight` above 0
+   * (`'rrf'` ignores it). Scores stay calibrated on the question's own BM25 and embedding
+   * evidence, so `minScore` means the same with or without it.
+   */
+  feedback?: boolean;
+  /** query only: expansion terms pseudo-relevance feedback adds (1–100). Default 10. */
+  feedbackTerms?: number;
   /** query only: hits of each list that are fused (1–10000). Default 1000. */
   candidates?: number;
   /** Overrides the query classification. */

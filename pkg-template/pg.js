@@ -868,34 +868,55 @@ export class PgIndex {
       })).rows;
       // Rows numbered for the core's fusion in the order the chunks were stored (ids ascending),
       // as the in-memory index numbers its slots: fusion breaks ties by that number.
-      const byKey = (x, y) => x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
-      const docOf = new Map();
-      for (const [id, doc] of lexicalRows) docOf.set(id, doc);
-      for (const [id, doc] of dense) docOf.set(id, doc);
-      const keyOf = [...docOf.keys()].sort(byKey);
-      const rowOf = new Map(keyOf.map((id, row) => [id, row]));
-      const groupOf = new Map();
-      const groups = Uint32Array.from(keyOf, (id) => {
-        const doc = docOf.get(id);
-        let g = groupOf.get(doc);
-        if (g === undefined) { g = groupOf.size; groupOf.set(doc, g); }
-        return g;
-      });
-      const lexRows = new Uint32Array(lexicalRows.length);
-      const lexScores = new Float32Array(lexicalRows.length);
+      let num = numberRows([lexicalRows, dense]);
+      const lex = scoredRows(lexicalRows, num.rowOf, (r) => r[2]);
+      const den = scoredRows(dense, num.rowOf, (r) => 1 - r[2]);
       const ideal = lexicalRows.length > 0 ? lexicalRows[0][3] : 0;
-      lexicalRows.forEach(([id, , score], i) => { lexRows[i] = rowOf.get(id); lexScores[i] = score; });
-      const denseRows = new Uint32Array(dense.length);
-      const denseCos = new Float32Array(dense.length);
-      dense.forEach(([id, , d], i) => { denseRows[i] = rowOf.get(id); denseCos[i] = 1 - d; });
-      const fused = guard(() => glue.fuseLists(lexRows, lexScores, ideal, denseRows, denseCos,
-        groups, opts, glueEmbedderOf(this.#embedder)));
+      const glueEmbedder = glueEmbedderOf(this.#embedder);
+      // Pseudo-relevance feedback (the in-memory query's `fuse_with_feedback`): the first
+      // fusion's top rows, their texts (round trip), the expanded query the core makes of them,
+      // and its BM25 list in SQL (another round trip), fused as a third list.
+      let expandedRows = [];
+      if (plan.feedbackTerms > 0) {
+        const top = guard(() => glue.feedbackRows(lex.rows, lex.scores, den.rows, den.scores, num.groups, opts, glueEmbedder));
+        const topIds = Array.from(top, (r) => num.keyOf[r]);
+        if (!topIds.every((id) => /^[0-9]+$/.test(id))) throw new Error('unexpected chunk id from the server');
+        if (topIds.length > 0) {
+          const texts = (await client.query({
+            text: `SELECT id, header_path, content FROM ${n.chunks} WHERE id = ANY(ARRAY[${topIds.join(',')}]::bigint[])`,
+            rowMode: 'array',
+          })).rows;
+          const textOf = new Map(texts.map((r) => [r[0], { headerPath: r[1], content: r[2] }]));
+          const chunks = topIds.filter((id) => textOf.has(id)).map((id) => textOf.get(id));
+          const expansion = guard(() => glue.expansionQuery(chunks, this.#indexOptions, plan.feedbackTerms));
+          if (expansion.terms.length > 0) {
+            expandedRows = (await client.query({
+              text: lexicalSql(n, {
+                terms: `ARRAY[${expansion.terms.map((t) => client.escapeLiteral(t)).join(',')}]::text[]`,
+                weights: Array.from(expansion.weights),
+                k1, b, depth,
+                perTerm: this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm),
+              }),
+              rowMode: 'array',
+            })).rows;
+          }
+          if (expandedRows.length > 0) num = numberRows([lexicalRows, dense, expandedRows]);
+        }
+      }
+      const { keyOf, groups } = num;
+      const [lexF, denF, expF] = [
+        scoredRows(lexicalRows, num.rowOf, (r) => r[2]),
+        scoredRows(dense, num.rowOf, (r) => 1 - r[2]),
+        scoredRows(expandedRows, num.rowOf, (r) => r[2]),
+      ];
+      const fused = guard(() => glue.fuseLists(lexF.rows, lexF.scores, ideal, denF.rows, denF.scores,
+        expF.rows, expF.scores, groups, opts, glueEmbedder));
       const ids = Array.from(fused.rows, (r) => keyOf[r]);
       if (ids.length === 0) {
         await client.query('COMMIT');
         return [];
       }
-      // Round trip 3: the pool's chunks (vectors in pgvector's binary form) and COMMIT. The ids
+      // Last round trip: the pool's chunks (vectors in pgvector's binary form) and COMMIT. The ids
       // are the server's own bigint texts.
       if (!ids.every((id) => /^[0-9]+$/.test(id))) throw new Error('unexpected chunk id from the server');
       const [got] = await client.query({
@@ -917,12 +938,41 @@ export class PgIndex {
   }
 }
 
+/** Numbers the rows of several lists (`[id, doc, ...]` each) for the core's fusion: ids in the
+ * order the chunks were stored (ascending), as the in-memory index numbers its slots, and each
+ * row's document group, numbered as first met. */
+function numberRows(lists) {
+  const byKey = (x, y) => x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+  const docOf = new Map();
+  for (const list of lists) for (const [id, doc] of list) docOf.set(id, doc);
+  const keyOf = [...docOf.keys()].sort(byKey);
+  const rowOf = new Map(keyOf.map((id, row) => [id, row]));
+  const groupOf = new Map();
+  const groups = Uint32Array.from(keyOf, (id) => {
+    const doc = docOf.get(id);
+    let g = groupOf.get(doc);
+    if (g === undefined) { g = groupOf.size; groupOf.set(doc, g); }
+    return g;
+  });
+  return { keyOf, rowOf, groups };
+}
+
+/** A list's rows (by `rowOf`) and scores (`score(row)`) as the core's typed arrays. */
+function scoredRows(list, rowOf, score) {
+  const rows = new Uint32Array(list.length);
+  const scores = new Float32Array(list.length);
+  list.forEach((r, i) => { rows[i] = rowOf.get(r[0]); scores[i] = score(r); });
+  return { rows, scores };
+}
+
 /** BM25 in SQL, one statement with literals: `terms` the question's terms as an SQL text[]
- * (repetitions count), `k1`, `b`, `depth` the hits returned, `perTerm` the postings read per
+ * (repetitions count; with `weights`, an array of numbers parallel to the terms, each term
+ * counts its weight instead: the expanded query of pseudo-relevance feedback), `k1`, `b`,
+ * `depth` the hits returned, `perTerm` the postings read per
  * term, best impact first (null, the default: all of them, and the scores are exact; a number
  * caps it: exact for every term with no more postings). Rows: chunk, doc, score, and the
  * question's ideal score (terms the table lacks count with df 1, as in the in-memory index). */
-function lexicalSql(n, { terms, k1, b, depth, perTerm }) {
+function lexicalSql(n, { terms, weights = null, k1, b, depth, perTerm }) {
   const num = (x) => {
     if (!Number.isFinite(x)) throw new Error('not a finite number');
     return `${x}::float8`;
@@ -932,7 +982,9 @@ function lexicalSql(n, { terms, k1, b, depth, perTerm }) {
   return `
     WITH s AS MATERIALIZED (
       SELECT chunks::float8 AS n, CASE WHEN chunks > 0 THEN total_terms::float8 / chunks ELSE 0 END AS avgdl FROM ${n.stats}),
-    q AS MATERIALIZED (SELECT term, count(*)::float8 AS qtf FROM unnest(${terms}) AS u(term) GROUP BY term),
+    q AS MATERIALIZED (${weights === null
+    ? `SELECT term, count(*)::float8 AS qtf FROM unnest(${terms}) AS u(term) GROUP BY term`
+    : `SELECT term, sum(w) AS qtf FROM unnest(${terms}, ARRAY[${weights.map(num).join(',')}]::float8[]) AS u(term, w) GROUP BY term`}),
     v AS MATERIALIZED (
       SELECT q.term, q.qtf, t.id, coalesce(t.df, 0) AS df FROM q LEFT JOIN ${n.terms} t ON t.term = q.term),
     ideal AS MATERIALIZED (

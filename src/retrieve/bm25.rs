@@ -272,11 +272,34 @@ impl Bm25 {
 
     /// The BM25 score of every slot for the query (0 for slots matching no query term).
     pub fn scores(&self, query_terms: &[String]) -> Vec<f32> {
-        let n = self.lengths.len();
-        let mut scores = vec![0.0f32; n];
-        if n == 0 {
-            return scores;
+        let mut scores = vec![0.0f32; self.lengths.len()];
+        for term in query_terms {
+            self.add_term(&mut scores, term, 1.0);
         }
+        scores
+    }
+
+    /// The score of every slot for a weighted query: `Σ w(t) · bm25(t, d)` over `(term, w)`
+    /// (a term listed twice counts twice), from the terms' postings only. What pseudo-relevance
+    /// feedback's expanded query is scored with ([`feedback`](super::feedback)).
+    pub fn weighted_scores(&self, query: &[(String, f32)]) -> Vec<f32> {
+        let mut scores = vec![0.0f32; self.lengths.len()];
+        for (term, weight) in query {
+            self.add_term(&mut scores, term, *weight);
+        }
+        scores
+    }
+
+    /// Adds `weight` times one term's BM25 contribution to the score of every slot in its
+    /// postings (`weight` 1 adds exactly the contribution: multiplying by 1 is exact).
+    fn add_term(&self, scores: &mut [f32], term: &str, weight: f32) {
+        let n = self.lengths.len();
+        if n == 0 {
+            return;
+        }
+        let Some(list) = self.postings.get(term) else {
+            return;
+        };
         let avgdl = (self.total_length as f64 / n as f64) as f32;
         let Bm25Params { k1, b } = self.params;
         // Length normalisation per slot is computed on demand: k1 · (1 − b + b · |d| / avgdl).
@@ -287,48 +310,52 @@ impl Bm25 {
                 k1
             }
         };
-        for term in query_terms {
-            let Some(list) = self.postings.get(term.as_str()) else {
+        let idf = self.idf(list.len());
+        for &(slot, tf) in list {
+            let Some(len) = self.lengths.get(slot as usize) else {
                 continue;
             };
-            let idf = self.idf(list.len());
-            for &(slot, tf) in list {
-                let Some(len) = self.lengths.get(slot as usize) else {
-                    continue;
-                };
-                let tf = tf as f32;
-                let denominator = tf + norm(*len);
-                if let Some(score) = scores.get_mut(slot as usize) {
-                    if denominator > 0.0 {
-                        *score += idf * tf * (k1 + 1.0) / denominator;
-                    }
+            let tf = tf as f32;
+            let denominator = tf + norm(*len);
+            if let Some(score) = scores.get_mut(slot as usize) {
+                if denominator > 0.0 {
+                    *score += weight * (idf * tf * (k1 + 1.0) / denominator);
                 }
             }
         }
-        scores
     }
 
     /// The `k` best slots for the query: `(slot, score)` by score descending, ties by slot
     /// ascending; only slots with a score above 0.
     pub fn search(&self, query_terms: &[String], k: usize) -> Vec<(u32, f32)> {
-        if k == 0 {
-            return Vec::new();
-        }
-        let scores = self.scores(query_terms);
-        let mut hits: Vec<(u32, f32)> = scores
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s > 0.0)
-            .map(|(slot, s)| (slot as u32, *s))
-            .collect();
-        let order = |a: &(u32, f32), c: &(u32, f32)| c.1.total_cmp(&a.1).then(a.0.cmp(&c.0));
-        if hits.len() > k {
-            hits.select_nth_unstable_by(k - 1, order);
-            hits.truncate(k);
-        }
-        hits.sort_unstable_by(order);
-        hits
+        best(&self.scores(query_terms), k)
     }
+
+    /// [`search`](Bm25::search) for a weighted query
+    /// ([`weighted_scores`](Bm25::weighted_scores)).
+    pub fn search_weighted(&self, query: &[(String, f32)], k: usize) -> Vec<(u32, f32)> {
+        best(&self.weighted_scores(query), k)
+    }
+}
+
+/// The `k` best slots of `scores` above 0: by score descending, ties by slot ascending.
+fn best(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut hits: Vec<(u32, f32)> = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(slot, s)| (slot as u32, *s))
+        .collect();
+    let order = |a: &(u32, f32), c: &(u32, f32)| c.1.total_cmp(&a.1).then(a.0.cmp(&c.0));
+    if hits.len() > k {
+        hits.select_nth_unstable_by(k - 1, order);
+        hits.truncate(k);
+    }
+    hits.sort_unstable_by(order);
+    hits
 }
 
 #[cfg(test)]
@@ -367,6 +394,31 @@ mod tests {
         assert!(index.search(&terms("zzz"), 10).is_empty());
         assert!(index.search(&terms("a"), 0).is_empty());
         assert_eq!(index.search(&terms("a e"), 1).len(), 1);
+    }
+
+    #[test]
+    fn weighted_scores_scale_each_term() {
+        let mut index = Bm25::new(Bm25Params::default()).unwrap();
+        index.add(&terms("a b c"));
+        index.add(&terms("a a d"));
+        index.add(&terms("b e"));
+        let a = index.scores(&terms("a"));
+        let b = index.scores(&terms("b"));
+        let w = index.weighted_scores(&[("a".into(), 0.5), ("b".into(), 2.0), ("zz".into(), 9.0)]);
+        for slot in 0..3 {
+            assert!(
+                (w[slot] - (0.5 * a[slot] + 2.0 * b[slot])).abs() < 1e-6,
+                "{w:?}"
+            );
+        }
+        // Weight 1 is the plain score, bit for bit.
+        assert_eq!(index.weighted_scores(&[("a".into(), 1.0)]), a);
+        let hits = index.search_weighted(&[("a".into(), 0.5), ("b".into(), 2.0)], 2);
+        // b weighs four times a: the two slots with b lead the one with a twice.
+        let mut slots: Vec<u32> = hits.iter().map(|h| h.0).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, [0, 2]);
+        assert!(index.search_weighted(&[("a".into(), 1.0)], 0).is_empty());
     }
 
     #[test]

@@ -37,6 +37,7 @@
 //! down the list, `minScore` cuts a prefix of the ranking, and one weak result does not drag
 //! down everything after it (as a running minimum would).
 
+use super::feedback::FEEDBACK_CHUNKS;
 use super::index::{compression_pool, LEXICAL_SATURATION};
 use super::options::{FusionMethod, QueryOptions};
 use crate::embed::EmbedderKind;
@@ -304,7 +305,19 @@ pub struct Fusion {
     pub scale: DenseScale,
     /// How many fused candidates are kept (and calibrated).
     pub limit: usize,
+    /// Expansion terms of pseudo-relevance feedback ([`feedback`](super::feedback)); 0: no
+    /// feedback (`feedback: false`, `fusion: "rrf"`, or a lexical weight of 0).
+    pub feedback_terms: usize,
+    /// With feedback, the share of the plain BM25 list ([`FEEDBACK_SHARES`]).
+    pub feedback_lexical: f32,
+    /// With feedback, the share of the expanded BM25 list ([`FEEDBACK_SHARES`]).
+    pub feedback_expanded: f32,
 }
+
+/// With pseudo-relevance feedback, the shares of the three lists of the convex fusion: plain
+/// BM25, expanded BM25, and the dense list the rest (before `lexicalWeight`, which scales both
+/// BM25 lists, and `denseWeight`). Swept on the dev IR sets (docs/benchmarks.md, "query").
+pub const FEEDBACK_SHARES: (f32, f32) = (0.2, 0.1);
 
 impl Fusion {
     /// The fusion of `options` over vectors of `kind`: `denseWeight` defaults to 1 for a model
@@ -325,34 +338,119 @@ impl Fusion {
                 EmbedderKind::Lexical => DenseScale::LEXICAL,
             },
             limit: options.candidates.min(compression_pool(options.top_n)),
+            feedback_terms: if options.feedback
+                && options.fusion == FusionMethod::Convex
+                && options.lexical_weight > 0.0
+            {
+                options.feedback_terms
+            } else {
+                0
+            },
+            feedback_lexical: FEEDBACK_SHARES.0,
+            feedback_expanded: FEEDBACK_SHARES.1,
         }
     }
 }
 
-/// The fused, calibrated ranking of two candidate lists: `lexical` as `(slot, bm25)` and
-/// `dense` as `(slot, cosine)`, each best first; `ideal` is the question's ideal BM25 score
-/// ([`Bm25::ideal_score`](super::bm25::Bm25::ideal_score)); `group(slot)` is the slot's
-/// document. Returns `(slot, score)` best first: the document-aware fusion of `fusion.method`
-/// ([`convex_grouped`] or [`rrf_grouped`]) cut at `fusion.limit`, then the evidence of each
-/// side calibrated ([`calibrate`]).
-pub fn fuse_lists(
+/// What [`fuse_with_feedback`] calls with the feedback slots: the expanded BM25 list,
+/// `(slot, score)` best first.
+pub type Expand<'a> = dyn FnMut(&[u32]) -> Vec<(u32, f32)> + 'a;
+
+/// [`fuse_lists`] with pseudo-relevance feedback when `fusion` has it
+/// ([`Fusion::feedback_terms`] above 0): the first fusion's top [`FEEDBACK_CHUNKS`] slots go to
+/// `expand`, which returns the expanded BM25 list (`(slot, score)` best first: the
+/// [relevance model](super::feedback::expansion_terms) of those slots, searched with
+/// [`Bm25::search_weighted`](super::bm25::Bm25::search_weighted)), fused as a third list.
+/// Without feedback, or when `expand` returns nothing, this is [`fuse_lists`] of the two lists.
+pub fn fuse_with_feedback(
     lexical: &[(u32, f32)],
     ideal: f32,
     dense: &[(u32, f32)],
     group: &dyn Fn(u32) -> u32,
     fusion: &Fusion,
+    expand: &mut Expand<'_>,
+) -> Vec<(u32, f32)> {
+    let top = feedback_slots(lexical, dense, group, fusion);
+    let expanded = if top.is_empty() {
+        Vec::new()
+    } else {
+        expand(&top)
+    };
+    fuse_lists(lexical, ideal, dense, &expanded, group, fusion)
+}
+
+/// The slots pseudo-relevance feedback learns from: the top [`FEEDBACK_CHUNKS`] of the convex
+/// fusion of `lexical` and `dense` (best first); none when `fusion` has no feedback.
+pub fn feedback_slots(
+    lexical: &[(u32, f32)],
+    dense: &[(u32, f32)],
+    group: &dyn Fn(u32) -> u32,
+    fusion: &Fusion,
+) -> Vec<u32> {
+    if fusion.feedback_terms == 0 || fusion.method != FusionMethod::Convex {
+        return Vec::new();
+    }
+    let first = convex_grouped(&two_lists(lexical, dense, fusion), group);
+    first.iter().take(FEEDBACK_CHUNKS).map(|f| f.0).collect()
+}
+
+/// The two lists of the convex fusion without feedback, weighted.
+fn two_lists<'a>(
+    lexical: &'a [(u32, f32)],
+    dense: &'a [(u32, f32)],
+    fusion: &Fusion,
+) -> [ScoredList<'a>; 2] {
+    [
+        ScoredList {
+            hits: lexical,
+            weight: fusion.lexical_weight * LEXICAL_SHARE,
+            from_min: false,
+        },
+        ScoredList {
+            hits: dense,
+            weight: fusion.dense_weight * (1.0 - LEXICAL_SHARE),
+            from_min: true,
+        },
+    ]
+}
+
+/// The fused, calibrated ranking of the candidate lists: `lexical` as `(slot, bm25)` and
+/// `dense` as `(slot, cosine)`, each best first; `expanded` the expanded BM25 list of
+/// pseudo-relevance feedback (`(slot, score)` best first; empty without feedback: see
+/// [`fuse_with_feedback`]); `ideal` is the question's ideal BM25 score
+/// ([`Bm25::ideal_score`](super::bm25::Bm25::ideal_score)); `group(slot)` is the slot's
+/// document. Returns `(slot, score)` best first: the document-aware fusion of `fusion.method`
+/// ([`convex_grouped`] of two lists, or of three with [`FEEDBACK_SHARES`] when `expanded` is
+/// not empty; or [`rrf_grouped`] of `lexical` and `dense`) cut at `fusion.limit`, then the
+/// evidence of the question's own lists calibrated ([`calibrate`]).
+pub fn fuse_lists(
+    lexical: &[(u32, f32)],
+    ideal: f32,
+    dense: &[(u32, f32)],
+    expanded: &[(u32, f32)],
+    group: &dyn Fn(u32) -> u32,
+    fusion: &Fusion,
 ) -> Vec<(u32, f32)> {
     let mut fused = match fusion.method {
+        FusionMethod::Convex if expanded.is_empty() => {
+            convex_grouped(&two_lists(lexical, dense, fusion), group)
+        }
         FusionMethod::Convex => convex_grouped(
             &[
                 ScoredList {
                     hits: lexical,
-                    weight: fusion.lexical_weight * LEXICAL_SHARE,
+                    weight: fusion.lexical_weight * fusion.feedback_lexical,
+                    from_min: false,
+                },
+                ScoredList {
+                    hits: expanded,
+                    weight: fusion.lexical_weight * fusion.feedback_expanded,
                     from_min: false,
                 },
                 ScoredList {
                     hits: dense,
-                    weight: fusion.dense_weight * (1.0 - LEXICAL_SHARE),
+                    weight: fusion.dense_weight
+                        * (1.0 - fusion.feedback_lexical - fusion.feedback_expanded).max(0.0),
                     from_min: true,
                 },
             ],
@@ -595,7 +693,7 @@ mod tests {
         let convex = Fusion::new(&options, EmbedderKind::MiniLm);
         assert_eq!(convex.method, FusionMethod::Convex);
         let order = |f: &Fusion| {
-            fuse_lists(&lex, 12.0, &dense, &none, f)
+            fuse_lists(&lex, 12.0, &dense, &[], &none, f)
                 .iter()
                 .map(|r| r.0)
                 .collect::<Vec<_>>()
@@ -615,7 +713,7 @@ mod tests {
             vec![0, 1, 2]
         );
         // Scores never increase down the list, whichever the order.
-        let scored = fuse_lists(&lex, 12.0, &dense, &none, &convex);
+        let scored = fuse_lists(&lex, 12.0, &dense, &[], &none, &convex);
         assert!(scored.windows(2).all(|w| w[0].1 >= w[1].1), "{scored:?}");
     }
 

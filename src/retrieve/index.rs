@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use super::analyze::{Analyzer, AnalyzerOptions};
 use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
-use super::fuse::{fuse_lists, Fusion};
+use super::feedback::expansion_terms;
+use super::fuse::{fuse_with_feedback, Fusion};
 use super::options::QueryOptions;
 use super::results::{check_query, compress_results, Candidate, QueryResult};
 use super::vector::{VectorParams, VectorStore};
@@ -559,7 +560,18 @@ impl Index {
                 .copied()
                 .unwrap_or(u32::MAX)
         };
-        let fused = fuse_lists(&lexical, ideal, &dense, &doc_of, &fusion);
+        // Pseudo-relevance feedback: the first fusion's top chunks, analysed again (a chunk's
+        // terms are not kept apart from the postings), give the expanded BM25 query.
+        let mut expand = |top: &[u32]| {
+            let feedback: Vec<Vec<String>> = top
+                .iter()
+                .filter_map(|&slot| self.slots.get(slot as usize))
+                .map(|s| analyzer.terms(&lexical_text(&s.chunk)))
+                .collect();
+            let query = expansion_terms(&feedback, fusion.feedback_terms);
+            self.bm25.search_weighted(&query, k)
+        };
+        let fused = fuse_with_feedback(&lexical, ideal, &dense, &doc_of, &fusion, &mut expand);
 
         let mut out = Vec::with_capacity(fused.len());
         for (slot, score) in fused {
@@ -739,10 +751,15 @@ pub(crate) fn chunks_of(d: &Document, options: &ChunkOptions) -> Vec<Chunk> {
 
 /// The text a chunk is embedded as: its header path, then its text.
 pub(crate) fn embedding_text(chunk: &Chunk) -> String {
-    if chunk.header_path.is_empty() {
-        chunk.text.clone()
+    embedding_text_of(&chunk.header_path, &chunk.text)
+}
+
+/// [`embedding_text`] of a chunk's header path and text.
+pub(crate) fn embedding_text_of(header_path: &[String], text: &str) -> String {
+    if header_path.is_empty() {
+        text.to_string()
     } else {
-        format!("{}\n{}", chunk.header_path.join(" > "), chunk.text)
+        format!("{}\n{}", header_path.join(" > "), text)
     }
 }
 

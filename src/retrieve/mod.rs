@@ -7,7 +7,9 @@
 //! - `analyze` + `bm25`: the lexical side (lower-case, Unicode words, English stop words, Snowball
 //!   stemmer; Okapi BM25 over an inverted index).
 //! - `vector`: the dense side (exact scan while small, HNSW for large segments).
-//! - `fuse`: Reciprocal Rank Fusion and the calibration that maps fused ranks to absolute scores.
+//! - `fuse`: the fusion of the lexical and dense lists (convex by default, or Reciprocal Rank
+//!   Fusion) and the calibration that maps fused ranks to absolute scores; `feedback`: the
+//!   pseudo-relevance feedback (RM3-style expansion) whose expanded BM25 list is fused third.
 //! - `results`: result compression (docs/design.md, "Result compression"): `minScore` → n-gram
 //!   near-duplicates → semantic dedup → `maxChunksPerDoc` → `topN`, query classification,
 //!   truncation, formats, stats.
@@ -37,6 +39,7 @@ pub mod analyze;
 pub mod bm25;
 pub mod chunk;
 pub mod classify;
+pub mod feedback;
 pub mod format;
 pub mod fuse;
 pub mod index;

@@ -19,7 +19,8 @@
 //! `{minScore: 0, ngramThreshold: 1, similarityThreshold: 1, maxChunksPerDoc: 0}` gives the
 //! plain ranking (its first `topN` candidates, in order).
 //!
-//! The retrieval-side fields (`lexicalWeight`, `denseWeight`, `fusion`, `rrfK`, `candidates`) are read
+//! The retrieval-side fields (`lexicalWeight`, `denseWeight`, `fusion`, `rrfK`, `feedback`,
+//! `feedbackTerms`, `candidates`) are read
 //! and validated here and used by `query`'s fusion; `compressResults` ignores them.
 //!
 //! ```
@@ -103,6 +104,13 @@ pub struct QueryOptions {
     /// `query` only: the Reciprocal Rank Fusion constant k (≥ 1), used with `fusion: "rrf"`.
     /// Default 60.
     pub rrf_k: f64,
+    /// `query` only: pseudo-relevance feedback on the lexical side (RM3-style): the words of
+    /// the first fusion's top chunks make an expanded BM25 query whose list is fused as a
+    /// third list ([`feedback`](super::feedback)). Default true; applies to `fusion:
+    /// "convex"` with a lexical weight above 0 (`"rrf"` ignores it).
+    pub feedback: bool,
+    /// `query` only: how many expansion terms feedback adds (1–100). Default 10.
+    pub feedback_terms: usize,
     /// `query` only: how many hits of each list are fused (1–10000). Default 1000 (fusing
     /// deeper lists raised nDCG@10 and R@100 on the dev IR sets; the fused list handed to result
     /// compression is cut at [`compression_pool`](super::index::compression_pool)`(topN)`).
@@ -128,6 +136,8 @@ impl Default for QueryOptions {
             dense_weight: None,
             fusion: FusionMethod::Convex,
             rrf_k: 60.0,
+            feedback: true,
+            feedback_terms: super::feedback::DEFAULT_FEEDBACK_TERMS,
             candidates: 1000,
             query_kind: None,
         }
@@ -205,6 +215,9 @@ impl QueryOptions {
         if !(self.rrf_k >= 1.0 && self.rrf_k.is_finite()) {
             return Err(invalid("rrfK", "must be a finite number of at least 1"));
         }
+        if !(1..=100).contains(&self.feedback_terms) {
+            return Err(invalid("feedbackTerms", "must be between 1 and 100"));
+        }
         if !(1..=10_000).contains(&self.candidates) {
             return Err(invalid("candidates", "must be between 1 and 10000"));
         }
@@ -250,6 +263,8 @@ mod tests {
         assert_eq!(o.format, ResultFormat::Compact);
         assert_eq!(o.rrf_k, 60.0);
         assert_eq!(o.candidates, 1000);
+        assert!(o.feedback);
+        assert_eq!(o.feedback_terms, 10);
         assert_eq!(o.query_kind, None);
         assert!(o.validate().is_ok());
         assert_eq!(QueryOptions::from_json("{}").ok(), Some(o.clone()));
@@ -265,7 +280,7 @@ mod tests {
             r#"{"minScore": 0, "ngramThreshold": 1, "ngramSize": 2, "similarityThreshold": 1.0,
                 "maxChunksPerDoc": 0, "topN": 100, "truncate": false, "truncateChars": 20,
                 "format": "json", "lexicalWeight": 0, "denseWeight": 2.5, "rrfK": 1,
-                "candidates": 10000, "queryKind": "conceptual"}"#,
+                "feedback": false, "feedbackTerms": 100, "candidates": 10000, "queryKind": "conceptual"}"#,
         );
         let o = match o {
             Ok(o) => o,
@@ -276,6 +291,8 @@ mod tests {
         assert!(!o.ngram_dedup_enabled());
         assert!(!o.semantic_dedup_enabled());
         assert_eq!(o.ngram_size, 2);
+        assert!(!o.feedback);
+        assert_eq!(o.feedback_terms, 100);
     }
 
     #[test]
@@ -298,6 +315,12 @@ mod tests {
         assert_eq!(path_of(r#"{"lexicalWeight": -1}"#), "options.lexicalWeight");
         assert_eq!(path_of(r#"{"denseWeight": -1}"#), "options.denseWeight");
         assert_eq!(path_of(r#"{"rrfK": 0.5}"#), "options.rrfK");
+        assert_eq!(path_of(r#"{"feedbackTerms": 0}"#), "options.feedbackTerms");
+        assert_eq!(
+            path_of(r#"{"feedbackTerms": 101}"#),
+            "options.feedbackTerms"
+        );
+        assert_eq!(path_of(r#"{"feedback": "yes"}"#), "options.feedback");
         assert_eq!(path_of(r#"{"candidates": 0}"#), "options.candidates");
         assert_eq!(path_of(r#"{"candidates": 10001}"#), "options.candidates");
     }

@@ -20,8 +20,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::analyze::Analyzer;
-use super::fuse::{fuse_lists, Fusion};
-use super::index::{check_documents, chunks_of, embedding_text, Document, IndexOptions};
+use super::feedback::expansion_terms;
+use super::fuse::{feedback_slots, fuse_lists, Fusion};
+use super::index::{
+    check_documents, chunks_of, embedding_text, embedding_text_of, Document, IndexOptions,
+};
 use super::options::QueryOptions;
 use super::results::check_query;
 use crate::embed::EmbedderKind;
@@ -153,6 +156,10 @@ pub struct QueryPlan {
     pub lexical: bool,
     /// Whether the dense (vector) list is fused.
     pub dense: bool,
+    /// Expansion terms of pseudo-relevance feedback (0: no feedback). With feedback the store
+    /// asks [`feedback_rows`] which rows to learn from, [`expansion_query`] for the weighted
+    /// terms of their texts, and fetches a third, expanded BM25 list for [`fuse_rows`].
+    pub feedback_terms: usize,
 }
 
 /// Checks a question and its query options and plans what a store fetches for them, with
@@ -173,17 +180,100 @@ pub fn plan_query(
         depth: options.candidates,
         lexical: fusion.lexical_weight > 0.0,
         dense: fusion.dense_weight > 0.0,
+        feedback_terms: fusion.feedback_terms,
     })
+}
+
+/// A store's rows as the fusion's lists, checked: `(lexical, dense, expanded)`.
+#[allow(clippy::type_complexity)]
+fn lists_of_rows(
+    lexical: (&[u32], &[f32]),
+    dense: (&[u32], &[f32]),
+    expanded: (&[u32], &[f32]),
+    groups: &[u32],
+) -> Result<[Vec<(u32, f32)>; 3], Error> {
+    let bad = |path: &str, reason: &str| Error::new(ErrorKind::InvalidInput, path, reason);
+    if lexical.0.len() != lexical.1.len() {
+        return Err(bad("lexicalScores", "expected one score per lexical row"));
+    }
+    if dense.0.len() != dense.1.len() {
+        return Err(bad("denseCosines", "expected one cosine per dense row"));
+    }
+    if expanded.0.len() != expanded.1.len() {
+        return Err(bad("expandedScores", "expected one score per expanded row"));
+    }
+    let n = groups.len();
+    if lexical
+        .0
+        .iter()
+        .chain(dense.0)
+        .chain(expanded.0)
+        .any(|&r| r as usize >= n)
+    {
+        return Err(bad("groups", "every row needs its group"));
+    }
+    let zip = |(rows, scores): (&[u32], &[f32])| -> Vec<(u32, f32)> {
+        rows.iter().copied().zip(scores.iter().copied()).collect()
+    };
+    Ok([zip(lexical), zip(dense), zip(expanded)])
+}
+
+/// The rows pseudo-relevance feedback learns from (the first fusion's top
+/// [`FEEDBACK_CHUNKS`](super::feedback::FEEDBACK_CHUNKS), best first), for the lexical and
+/// dense rows a store fetched (as [`fuse_rows`] takes them); empty when `options` give no
+/// feedback.
+///
+/// # Errors
+/// As [`fuse_rows`].
+pub fn feedback_rows(
+    lexical_rows: &[u32],
+    lexical_scores: &[f32],
+    dense_rows: &[u32],
+    dense_cosines: &[f32],
+    groups: &[u32],
+    options: &QueryOptions,
+    kind: EmbedderKind,
+) -> Result<Vec<u32>, Error> {
+    let [lexical, dense, _] = lists_of_rows(
+        (lexical_rows, lexical_scores),
+        (dense_rows, dense_cosines),
+        (&[], &[]),
+        groups,
+    )?;
+    let group = |row: u32| groups.get(row as usize).copied().unwrap_or(u32::MAX);
+    Ok(feedback_slots(
+        &lexical,
+        &dense,
+        &group,
+        &Fusion::new(options, kind),
+    ))
+}
+
+/// The expanded query of pseudo-relevance feedback: the `terms` most probable terms of the
+/// relevance model of `chunks` (each a chunk's `(headerPath, content)`, analysed as an index
+/// with `options` indexes it: [`expansion_terms`]), with their weights.
+pub fn expansion_query(
+    chunks: &[(Vec<String>, String)],
+    options: &IndexOptions,
+    terms: usize,
+) -> Vec<(String, f32)> {
+    let analyzer = Analyzer::new(options.analyzer);
+    let feedback: Vec<Vec<String>> = chunks
+        .iter()
+        .map(|(header_path, content)| analyzer.terms(&embedding_text_of(header_path, content)))
+        .collect();
+    expansion_terms(&feedback, terms)
 }
 
 /// [`fuse_lists`] over the lists a store returns as parallel arrays: lexical rows with their
 /// BM25 scores (best first; `ideal` the question's ideal BM25 score), dense rows with their
-/// cosines (best first), and each row's document `groups[row]`. Best first, cut at the
-/// compression pool of `options.topN`, with calibrated scores.
+/// cosines (best first), the expanded BM25 list of pseudo-relevance feedback (empty without
+/// it) and each row's document `groups[row]`. Best first, cut at the compression pool of
+/// `options.topN`, with calibrated scores.
 ///
 /// # Errors
-/// `invalid_input` at `lexicalScores` or `denseCosines` when a list's arrays differ in
-/// length, at `groups` when a row has no group.
+/// `invalid_input` at `lexicalScores`, `denseCosines` or `expandedScores` when a list's
+/// arrays differ in length, at `groups` when a row has no group.
 #[allow(clippy::too_many_arguments)]
 pub fn fuse_rows(
     lexical_rows: &[u32],
@@ -191,38 +281,23 @@ pub fn fuse_rows(
     ideal: f32,
     dense_rows: &[u32],
     dense_cosines: &[f32],
+    expanded_rows: &[u32],
+    expanded_scores: &[f32],
     groups: &[u32],
     options: &QueryOptions,
     kind: EmbedderKind,
 ) -> Result<Vec<(u32, f32)>, Error> {
-    let bad = |path: &str, reason: &str| Error::new(ErrorKind::InvalidInput, path, reason);
-    if lexical_rows.len() != lexical_scores.len() {
-        return Err(bad("lexicalScores", "expected one score per lexical row"));
-    }
-    if dense_rows.len() != dense_cosines.len() {
-        return Err(bad("denseCosines", "expected one cosine per dense row"));
-    }
-    let n = groups.len();
-    if lexical_rows
-        .iter()
-        .chain(dense_rows)
-        .any(|&r| r as usize >= n)
-    {
-        return Err(bad("groups", "every row needs its group"));
-    }
-    let lexical: Vec<(u32, f32)> = lexical_rows
-        .iter()
-        .copied()
-        .zip(lexical_scores.iter().copied())
-        .collect();
-    let dense: Vec<(u32, f32)> = dense_rows
-        .iter()
-        .copied()
-        .zip(dense_cosines.iter().copied())
-        .collect();
+    let [lexical, dense, expanded] = lists_of_rows(
+        (lexical_rows, lexical_scores),
+        (dense_rows, dense_cosines),
+        (expanded_rows, expanded_scores),
+        groups,
+    )?;
     let group = |row: u32| groups.get(row as usize).copied().unwrap_or(u32::MAX);
     let fusion = Fusion::new(options, kind);
-    Ok(fuse_lists(&lexical, ideal, &dense, &group, &fusion))
+    Ok(fuse_lists(
+        &lexical, ideal, &dense, &expanded, &group, &fusion,
+    ))
 }
 
 /// `options` with every default filled in, as JSON that [`IndexOptions::from_json`] reads
@@ -385,8 +460,23 @@ mod tests {
         let kind = EmbedderKind::Lexical;
         let path = |r: Result<Vec<(u32, f32)>, Error>| r.map_err(|e| e.path().to_string());
         let fuse = |lr: &[u32], ls: &[f32], dr: &[u32], dc: &[f32], g: &[u32]| {
-            path(fuse_rows(lr, ls, 2.0, dr, dc, g, &options, kind))
+            path(fuse_rows(lr, ls, 2.0, dr, dc, &[], &[], g, &options, kind))
         };
+        assert_eq!(
+            path(fuse_rows(
+                &[],
+                &[],
+                0.0,
+                &[],
+                &[],
+                &[0],
+                &[],
+                &[0],
+                &options,
+                kind
+            )),
+            Err("expandedScores".into())
+        );
         assert_eq!(
             fuse(&[0, 1], &[1.0], &[], &[], &[0, 1]),
             Err("lexicalScores".into())
@@ -408,11 +498,87 @@ mod tests {
             &[(0, 2.0), (1, 1.0), (2, 0.5)],
             2.0,
             &[(2, 0.9), (0, 0.5)],
+            &[],
             &|r| groups[r as usize],
             &Fusion::new(&options, kind),
         );
         assert!(!want.is_empty());
         assert_eq!(fused, Ok(want));
+        // A third, expanded list is fused as fuse_lists fuses it: row 1 moves up.
+        let fused = path(fuse_rows(
+            &[0, 1, 2],
+            &[2.0, 1.0, 0.5],
+            2.0,
+            &[2, 0],
+            &[0.9, 0.5],
+            &[1],
+            &[3.0],
+            &groups,
+            &options,
+            kind,
+        ));
+        let want = fuse_lists(
+            &[(0, 2.0), (1, 1.0), (2, 0.5)],
+            2.0,
+            &[(2, 0.9), (0, 0.5)],
+            &[(1, 3.0)],
+            &|r| groups[r as usize],
+            &Fusion::new(&options, kind),
+        );
+        assert_eq!(fused, Ok(want));
+    }
+
+    #[test]
+    fn feedback_rows_and_expansion_query_are_the_in_memory_feedback() {
+        let options = QueryOptions::default();
+        let kind = EmbedderKind::MiniLm;
+        let groups = [0u32, 1, 2];
+        // The first fusion's order: rows 2, 0, 1 (2 is first in both lists).
+        let rows = feedback_rows(
+            &[2, 0],
+            &[3.0, 1.0],
+            &[2, 1, 0],
+            &[0.9, 0.5, 0.4],
+            &groups,
+            &options,
+            kind,
+        );
+        let group = |r: u32| groups[r as usize];
+        let want = feedback_slots(
+            &[(2, 3.0), (0, 1.0)],
+            &[(2, 0.9), (1, 0.5), (0, 0.4)],
+            &group,
+            &Fusion::new(&options, kind),
+        );
+        assert_eq!(rows, Ok(want));
+        assert_eq!(rows.ok().and_then(|r| r.first().copied()), Some(2));
+        let off = QueryOptions {
+            feedback: false,
+            ..QueryOptions::default()
+        };
+        assert_eq!(
+            feedback_rows(&[0], &[1.0], &[], &[], &[0], &off, kind),
+            Ok(Vec::new())
+        );
+        assert_eq!(
+            feedback_rows(&[0], &[], &[], &[], &[0], &options, kind)
+                .map_err(|e| e.path().to_string()),
+            Err("lexicalScores".into())
+        );
+        // The terms of "Setup > Install" and its text, analysed (stemmed, stop words out).
+        let q = expansion_query(
+            &[(
+                vec!["Setup".into()],
+                "Installing the installer installs.".into(),
+            )],
+            &IndexOptions::default(),
+            2,
+        );
+        assert_eq!(
+            q.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+            ["instal", "setup"]
+        );
+        assert!((q[0].1 - 0.75).abs() < 1e-6, "{q:?}");
     }
 
     #[test]

@@ -355,8 +355,9 @@ pub fn prepare_documents_js(documents: JsValue, options: JsValue) -> Result<JsVa
 }
 
 /// Checks a question and query options and says what to fetch: `{terms, depth, lexical,
-/// dense}` (the question's BM25 terms, how many hits of each list to fuse, and whether each
-/// list has weight).
+/// dense, feedbackTerms}` (the question's BM25 terms, how many hits of each list to fuse,
+/// whether each list has weight, and the expansion terms of pseudo-relevance feedback, 0 for
+/// none).
 #[wasm_bindgen(js_name = planQuery)]
 pub fn plan_query(
     question: &str,
@@ -374,9 +375,11 @@ pub fn plan_query(
 }
 
 /// Fuses a lexical list (rows and BM25 scores, best first; `ideal` the question's ideal BM25
-/// score) and a dense list (rows and cosines, best first) as `query` does; `groups[row]` is
-/// each row's document. Returns `{rows: Uint32Array, scores: Float32Array}`, best first, cut
-/// at the compression pool of `options.topN`, with calibrated scores.
+/// score), a dense list (rows and cosines, best first) and the expanded BM25 list of
+/// pseudo-relevance feedback (rows and scores, best first; empty without feedback) as `query`
+/// does; `groups[row]` is each row's document. Returns `{rows: Uint32Array, scores:
+/// Float32Array}`, best first, cut at the compression pool of `options.topN`, with calibrated
+/// scores.
 #[wasm_bindgen(js_name = fuseLists)]
 #[allow(clippy::too_many_arguments)]
 pub fn fuse_lists_js(
@@ -385,6 +388,8 @@ pub fn fuse_lists_js(
     ideal: f32,
     dense_rows: &[u32],
     dense_cosines: &[f32],
+    expanded_rows: &[u32],
+    expanded_scores: &[f32],
     groups: &[u32],
     options: JsValue,
     embedder: &WasmEmbedder,
@@ -397,6 +402,8 @@ pub fn fuse_lists_js(
         ideal,
         dense_rows,
         dense_cosines,
+        expanded_rows,
+        expanded_scores,
         groups,
         &options,
         kind,
@@ -408,5 +415,67 @@ pub fn fuse_lists_js(
     let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&out, &k.into(), v);
     set("rows", &js_sys::Uint32Array::from(rows.as_slice()).into())?;
     set("scores", &Float32Array::from(scores.as_slice()).into())?;
+    Ok(out.into())
+}
+
+/// The rows pseudo-relevance feedback learns from (the first fusion's top 10, best first) for
+/// a lexical and a dense list as `fuseLists` takes them; empty when `options` give no
+/// feedback.
+#[wasm_bindgen(js_name = feedbackRows)]
+pub fn feedback_rows_js(
+    lexical_rows: &[u32],
+    lexical_scores: &[f32],
+    dense_rows: &[u32],
+    dense_cosines: &[f32],
+    groups: &[u32],
+    options: JsValue,
+    embedder: &WasmEmbedder,
+) -> Result<js_sys::Uint32Array, JsValue> {
+    let options = read_query_options(&options)?;
+    let kind = embedder.inner.identity().kind;
+    let rows = crate::retrieve::store::feedback_rows(
+        lexical_rows,
+        lexical_scores,
+        dense_rows,
+        dense_cosines,
+        groups,
+        &options,
+        kind,
+    )
+    .map_err(js_error)?;
+    Ok(js_sys::Uint32Array::from(rows.as_slice()))
+}
+
+/// The expanded query of pseudo-relevance feedback for the chunks `[{headerPath, content}]` it
+/// learns from, analysed as an index with `indexOptions` analyses them: `{terms: string[],
+/// weights: Float32Array}`, the `count` most probable terms, weights summing to 1.
+#[wasm_bindgen(js_name = expansionQuery)]
+pub fn expansion_query_js(
+    chunks: JsValue,
+    index_options: JsValue,
+    count: u32,
+) -> Result<JsValue, JsValue> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct FeedbackChunk {
+        header_path: Vec<String>,
+        content: String,
+    }
+    let index_options = read_index_options(&index_options)?;
+    let chunks: Vec<FeedbackChunk> = read_input(&chunks, "chunks")?;
+    let chunks: Vec<(Vec<String>, String)> = chunks
+        .into_iter()
+        .map(|c| (c.header_path, c.content))
+        .collect();
+    let query = crate::retrieve::store::expansion_query(&chunks, &index_options, count as usize);
+    let terms = Array::new();
+    for (t, _) in &query {
+        terms.push(&JsValue::from_str(t));
+    }
+    let weights: Vec<f32> = query.iter().map(|q| q.1).collect();
+    let out = js_sys::Object::new();
+    let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&out, &k.into(), v);
+    set("terms", &terms.into())?;
+    set("weights", &Float32Array::from(weights.as_slice()).into())?;
     Ok(out.into())
 }

@@ -129,6 +129,9 @@ test('query() gives the in-memory index results (lexical embedder: BM25 in SQL)'
     { topN: 3, format: 'verbose', truncate: false },
     { format: 'json', candidates: 50, rrfK: 20, fusion: 'rrf' },
     { minScore: 0, topN: 10, candidates: 50, fusion: 'convex' },
+    // Pseudo-relevance feedback (on by default above): off, and with more terms.
+    { minScore: 0, topN: 10, feedback: false },
+    { minScore: 0, topN: 10, feedbackTerms: 25 },
   ];
   for (const options of optionSets) {
     for (const q of questions) {
