@@ -131,30 +131,6 @@ fn per_doc(set: &Set, ranked: &[(u32, f32)]) -> Vec<u32> {
     out
 }
 
-/// BM25 of a weighted query: Σ w(t)·bm25(t, d); `(slot, score)` best first, top k.
-fn weighted_search(bm25: &Bm25, query: &[(String, f32)], k: usize) -> Vec<(u32, f32)> {
-    let mut total = vec![0f32; bm25.len()];
-    for (t, w) in query {
-        let s = bm25.scores(std::slice::from_ref(t));
-        for (a, b) in total.iter_mut().zip(s) {
-            *a += w * b;
-        }
-    }
-    top(&total, k)
-}
-
-fn top(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
-    let mut hits: Vec<(u32, f32)> = scores
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| **s > 0.0)
-        .map(|(i, s)| (i as u32, *s))
-        .collect();
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    hits.truncate(k);
-    hits
-}
-
 fn dense_search(vecs: &[Vec<f32>], q: &[f32], k: usize) -> Vec<(u32, f32)> {
     let mut hits: Vec<(u32, f32)> = vecs
         .iter()
@@ -402,13 +378,15 @@ impl Lab<'_> {
                 };
                 let fbk: Vec<(u32, f32)> = first.iter().take(fb).map(|&(s, _)| (s, 1.0)).collect();
                 let expanded = rm3(set, &terms, &fbk, nt, lambda);
-                let lex2 = weighted_search(&set.bm25, &expanded, DEPTH);
+                let lex2 = set.bm25.search_weighted(&expanded, DEPTH);
                 self.fuse(&lex2, ideal, &dense, fuse)
             }
             Spec::Three { orig, expanded } => {
                 let first = self.fuse(&lex, ideal, &dense, Some(0.25));
                 let fbk: Vec<(u32, f32)> = first.iter().take(10).map(|&(s, _)| (s, 1.0)).collect();
-                let lex2 = weighted_search(&set.bm25, &rm3(set, &terms, &fbk, 10, 0.0), DEPTH);
+                let lex2 = set
+                    .bm25
+                    .search_weighted(&rm3(set, &terms, &fbk, 10, 0.0), DEPTH);
                 cc(
                     n,
                     &[

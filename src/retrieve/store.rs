@@ -606,6 +606,21 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys, ["terms", "depth", "lexical", "dense"]);
+        assert_eq!(
+            keys,
+            ["terms", "depth", "lexical", "dense", "feedbackTerms"]
+        );
+        assert_eq!(plan.feedback_terms, 10);
+        // No feedback when it is off, with RRF, or without the lexical side.
+        for json in [
+            r#"{"feedback": false}"#,
+            r#"{"fusion": "rrf"}"#,
+            r#"{"lexicalWeight": 0}"#,
+        ] {
+            let o = QueryOptions::from_json(json).expect("options");
+            let plan = plan_query("rotating keys", &o, &index_options, EmbedderKind::MiniLm)
+                .expect("plan");
+            assert_eq!(plan.feedback_terms, 0, "{json}");
+        }
     }
 }
