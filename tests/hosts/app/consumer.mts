@@ -187,7 +187,8 @@ if (info) {
 }
 const queryOptions: Required<QueryOptions> = {
   minScore: 0, ngramThreshold: 0.7, ngramSize: 3, similarityThreshold: 0.85, maxChunksPerDoc: 2, topN: 5, truncate: true,
-  truncateChars: 200, format: 'json', lexicalWeight: 1, denseWeight: null, fusion: 'convex', rrfK: 60, candidates: 1000, queryKind: 'factual',
+  truncateChars: 200, format: 'json', lexicalWeight: 1, denseWeight: null, fusion: 'convex', rrfK: 60, feedback: true, feedbackTerms: 10,
+  candidates: 1000, queryKind: 'factual',
 };
 function resultOf(r: QueryResult): number {
   const covered: Covers<QueryResult, 'results' | 'text' | 'stats' | 'queryKind'> = true;
