@@ -11,6 +11,63 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 #![deny(missing_docs)]
 
+/// The allocator of the module: the standard one, counting live bytes and their peak for
+/// `Model.traceLoad` (a load + add per allocation).
+#[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub(crate) static LIVE: AtomicUsize = AtomicUsize::new(0);
+    pub(crate) static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+    fn grew(by: usize) {
+        let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// `System` with counters.
+    pub(crate) struct Counting;
+
+    // SAFETY: every call is forwarded to `System` with the caller's arguments; only the
+    // counters are added.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let p = System.alloc(layout);
+            if !p.is_null() {
+                grew(layout.size());
+            }
+            p
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            let p = System.alloc_zeroed(layout);
+            if !p.is_null() {
+                grew(layout.size());
+            }
+            p
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            System.dealloc(ptr, layout);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let p = System.realloc(ptr, layout, new_size);
+            if !p.is_null() {
+                if new_size >= layout.size() {
+                    grew(new_size - layout.size());
+                } else {
+                    LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+                }
+            }
+            p
+        }
+    }
+
+    #[global_allocator]
+    static ALLOC: Counting = Counting;
+}
+
 #[cfg(target_arch = "wasm32")]
 mod wasm {
     use condense::embed::{EmbedOptions, Embedder};
@@ -98,6 +155,61 @@ mod wasm {
             let vectors = self.inner.embed(&refs).map_err(js_error)?;
             let flat: Vec<f32> = vectors.iter().flat_map(|v| v.iter().copied()).collect();
             Ok(Float32Array::from(flat.as_slice()))
+        }
+
+        /// Loads the model as `fromBytes` does, with a row `{stage, ms, memoryBytes, liveBytes,
+        /// peakBytes}` as each stage of the load ends (the wasm memory's size, the live heap, and
+        /// the heap's peak during the stage), then rows for the first call (32 texts of ~128
+        /// tokens) and for the model dropped: JSON text, a measuring aid
+        /// (`bench/embed-footprint`). Run it on a fresh instance: wasm memory never shrinks.
+        #[wasm_bindgen(js_name = traceLoad)]
+        pub fn trace_load(
+            onnx: &[u8],
+            tokenizer: &[u8],
+            sha256: Option<String>,
+        ) -> Result<String, JsValue> {
+            use crate::counting::{LIVE, PEAK};
+            use std::cell::RefCell;
+            use std::rc::Rc;
+            use std::sync::atomic::Ordering;
+            console_error_panic_hook::set_once();
+            let start = js_sys::Date::now();
+            let rows = Rc::new(RefCell::new(Vec::new()));
+            let mark = {
+                let rows = Rc::clone(&rows);
+                move |stage: &str| {
+                    let live = LIVE.load(Ordering::Relaxed);
+                    rows.borrow_mut().push(serde_json::json!({
+                        "stage": stage,
+                        "ms": js_sys::Date::now() - start,
+                        "memoryBytes": core::arch::wasm32::memory_size(0) * 65536,
+                        "liveBytes": live,
+                        "peakBytes": PEAK.swap(live, Ordering::Relaxed),
+                    }));
+                }
+            };
+            mark("input copied");
+            let on_stage = mark.clone();
+            let inner = condense::embed::trace_load(on_stage, || {
+                Embedder::from_bytes_with_digest(
+                    onnx,
+                    tokenizer,
+                    EmbedOptions::default(),
+                    sha256.as_deref(),
+                )
+            })
+            .map_err(js_error)?;
+            mark("loaded");
+            let text = "the quick brown fox jumps over the lazy dog while the engine counts bytes "
+                .repeat(9);
+            let texts: Vec<&str> = (0..32).map(|_| text.as_str()).collect();
+            inner.embed(&texts).map_err(js_error)?;
+            mark("first call (32 × 128 tokens)");
+            drop(inner);
+            mark("embedder dropped");
+            let rows = rows.borrow();
+            serde_json::to_string(&*rows)
+                .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
         }
 
         /// Embeds `texts` (an array of strings) with every operator of the model timed

@@ -216,6 +216,16 @@ pub struct EmbedderIdentity {
     pub version: u32,
 }
 
+/// Measuring aid (`bench/embed_footprint.*`, the engine module's `traceLoad`): runs `f` with
+/// `on_stage` called with a stage's name as each stage of a model load on this thread ends
+/// (`"tokenizer read"`, `"protobuf decoded"`, …, `"plan built"`, `"identity"`), so the caller
+/// can read memory and time between stages. Nothing is called outside `f`.
+#[doc(hidden)]
+#[cfg(feature = "embed")]
+pub fn trace_load<R>(on_stage: impl FnMut(&'static str) + 'static, f: impl FnOnce() -> R) -> R {
+    model::trace_load(on_stage, f)
+}
+
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
@@ -390,6 +400,7 @@ impl Embedder {
                 max_tokens: options.max_tokens,
             },
         )?;
+        model::stage("tokenizer read");
         let model = model::Model::load(onnx, options.threads)?;
         let identity = EmbedderIdentity {
             kind: EmbedderKind::MiniLm,
@@ -398,6 +409,7 @@ impl Embedder {
             max_tokens: Some(options.max_tokens),
             version: MODEL_PIPELINE_VERSION,
         };
+        model::stage("identity");
         let load = LoadInfo {
             casts_folded: model.casts_folded,
             nodes_repaired: model.repaired + model.quantized,
