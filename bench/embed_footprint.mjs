@@ -3,8 +3,9 @@
 //   load   the package's Node entry: RSS before loadEmbedder() (after a GC), its time, RSS after
 //          it (after a GC), the engine's wasm memory (memory.buffer.byteLength), then 300
 //          documents of the dev IR corpus indexed (RSS and wasm memory again);
-//   trace  the engine module alone (its glue and .wasm): Model.traceLoad, the wasm memory, live
-//          heap and heap peak as each stage of the load ends (src/embed/model.rs's stages).
+//   trace  the engine module alone (its glue and .wasm): Model.traceLoad, the time and the wasm
+//          memory as each stage of the load ends (src/embed/engine/model.rs's stages; memory
+//          never shrinks, so each row is the peak so far).
 //
 //   node bench/embed_footprint.mjs [--runs 3] [--base DIR] [PKG]      (PKG default pkg/)
 //
@@ -123,9 +124,9 @@ if (base) {
 for (const [k, { trace: t }] of Object.entries(results)) {
   say();
   say(`Model.traceLoad (${k}): wasm memory ${mib(t.before)} MiB before the call`);
-  say('| stage | ms | wasm memory MiB | live heap MiB | heap peak in stage MiB |');
-  say('|---|---|---|---|---|');
-  for (const row of t.rows) say(`| ${row.stage} | ${row.ms.toFixed(0)} | ${mib(row.memoryBytes)} | ${mib(row.liveBytes)} | ${mib(row.peakBytes)} |`);
+  say('| stage | ms | wasm memory MiB |');
+  say('|---|---|---|');
+  for (const row of t.rows) say(`| ${row.stage} | ${row.ms.toFixed(0)} | ${mib(row.memoryBytes)} |`);
 }
 const out = new URL('out/', import.meta.url).pathname;
 mkdirSync(out, { recursive: true });

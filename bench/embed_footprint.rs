@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use condense::clock::now_ms;
 use condense::embed::{EmbedOptions, Embedder};
+use sha2::Digest;
 
 /// The system allocator, counting live bytes and their peak.
 struct Counting;
@@ -155,6 +156,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err("wrong vector count".into());
     }
     trace.borrow_mut().mark("first call (32 × 128 tokens)");
+    // The vectors' bits, for comparing builds: the reference fixture's texts in one batch and
+    // one by one (natively single texts run on the bucket plans).
+    let fixture: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/embed/reference.json"),
+    )?)?;
+    let cases = fixture["cases"].as_array().ok_or("fixture without cases")?;
+    let texts: Vec<&str> = cases.iter().filter_map(|c| c["text"].as_str()).collect();
+    let mut bits = sha2::Sha256::new();
+    for v in embedder.embed(&texts)? {
+        v.iter()
+            .for_each(|x| bits.update(x.to_bits().to_le_bytes()));
+    }
+    for t in &texts {
+        let v = embedder.embed_one(t)?;
+        v.iter()
+            .for_each(|x| bits.update(x.to_bits().to_le_bytes()));
+    }
+    let digest: String = bits.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let info = embedder.load_info().ok_or("no load info")?;
     drop(embedder);
     trace.borrow_mut().mark("embedder dropped");
@@ -182,6 +201,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "load_ms": (load_ms * 10.0).round() / 10.0,
             "integer_matmuls": info.integer_matmuls,
             "rss_before_mb": (base.rss * 10.0).round() / 10.0,
+            "vectors_sha256": digest,
         })
     );
     println!("\n| stage | ms | live heap MiB | heap peak in stage MiB | RSS MiB | RSS peak MiB |");

@@ -11,63 +11,6 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 #![deny(missing_docs)]
 
-/// The allocator of the module: the standard one, counting live bytes and their peak for
-/// `Model.traceLoad` (a load + add per allocation).
-#[cfg(target_arch = "wasm32")]
-#[allow(unsafe_code)]
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    pub(crate) static LIVE: AtomicUsize = AtomicUsize::new(0);
-    pub(crate) static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-    fn grew(by: usize) {
-        let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-        PEAK.fetch_max(now, Ordering::Relaxed);
-    }
-
-    /// `System` with counters.
-    pub(crate) struct Counting;
-
-    // SAFETY: every call is forwarded to `System` with the caller's arguments; only the
-    // counters are added.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            let p = System.alloc(layout);
-            if !p.is_null() {
-                grew(layout.size());
-            }
-            p
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            let p = System.alloc_zeroed(layout);
-            if !p.is_null() {
-                grew(layout.size());
-            }
-            p
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            System.dealloc(ptr, layout);
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            let p = System.realloc(ptr, layout, new_size);
-            if !p.is_null() {
-                if new_size >= layout.size() {
-                    grew(new_size - layout.size());
-                } else {
-                    LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-                }
-            }
-            p
-        }
-    }
-
-    #[global_allocator]
-    static ALLOC: Counting = Counting;
-}
-
 #[cfg(target_arch = "wasm32")]
 mod wasm {
     use condense::embed::{EmbedOptions, Embedder};
@@ -117,6 +60,13 @@ mod wasm {
             Ok(Model { inner })
         }
 
+        /// The size of this module's linear memory in bytes (it never shrinks: the peak of every
+        /// load and call so far). A measuring aid (`bench/embed_footprint_chromium.mjs`).
+        #[wasm_bindgen(js_name = memoryBytes)]
+        pub fn memory_bytes() -> f64 {
+            (core::arch::wasm32::memory_size(0) * 65536) as f64
+        }
+
         /// The identity (JSON text): `{kind, modelSha256, dims, maxTokens, version}`.
         pub fn identity(&self) -> Result<String, JsValue> {
             serde_json::to_string(self.inner.identity())
@@ -157,34 +107,29 @@ mod wasm {
             Ok(Float32Array::from(flat.as_slice()))
         }
 
-        /// Loads the model as `fromBytes` does, with a row `{stage, ms, memoryBytes, liveBytes,
-        /// peakBytes}` as each stage of the load ends (the wasm memory's size, the live heap, and
-        /// the heap's peak during the stage), then rows for the first call (32 texts of ~128
-        /// tokens) and for the model dropped: JSON text, a measuring aid
-        /// (`bench/embed-footprint`). Run it on a fresh instance: wasm memory never shrinks.
+        /// Loads the model as `fromBytes` does, with a row `{stage, ms, memoryBytes}` as each
+        /// stage of the load ends (the wasm memory's size: it never shrinks, so it is the peak
+        /// so far), then rows for the first call (32 texts of ~128 tokens) and for the model
+        /// dropped: JSON text, a measuring aid (`bench/embed_footprint.mjs`; the native bench
+        /// gives the live heap per stage). Run it on a fresh instance.
         #[wasm_bindgen(js_name = traceLoad)]
         pub fn trace_load(
             onnx: &[u8],
             tokenizer: &[u8],
             sha256: Option<String>,
         ) -> Result<String, JsValue> {
-            use crate::counting::{LIVE, PEAK};
             use std::cell::RefCell;
             use std::rc::Rc;
-            use std::sync::atomic::Ordering;
             console_error_panic_hook::set_once();
             let start = js_sys::Date::now();
             let rows = Rc::new(RefCell::new(Vec::new()));
             let mark = {
                 let rows = Rc::clone(&rows);
                 move |stage: &str| {
-                    let live = LIVE.load(Ordering::Relaxed);
                     rows.borrow_mut().push(serde_json::json!({
                         "stage": stage,
                         "ms": js_sys::Date::now() - start,
                         "memoryBytes": core::arch::wasm32::memory_size(0) * 65536,
-                        "liveBytes": live,
-                        "peakBytes": PEAK.swap(live, Ordering::Relaxed),
                     }));
                 }
             };

@@ -134,19 +134,36 @@ impl Model {
         #[cfg(target_arch = "wasm32")]
         let _ = threads;
         stage("start");
-        let mut reader = onnx;
         // The graph's `value_info` shape annotations are hints, and the exporter's can be wrong:
         // the default model annotates its attention-mask `Where` as `batch×1×sequence×sequence`
         // where it computes `batch×1×1×sequence` (a broadcast), which tract would then enforce
         // at run time. Shapes are inferred from the operators instead.
-        let onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
-        let proto = onnx_framework
-            .proto_model_for_read(&mut reader)
-            .map_err(|e| tract_error("model", "not an ONNX model", &e))?;
+        let mut onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
+        onnx_framework
+            .op_register
+            .insert(super::onnx::QUANT_MATMUL, super::onnx::quant_matmul);
+        let mut proto = <tract_onnx::pb::ModelProto as prost::Message>::decode(onnx)
+            .map_err(|e| invalid("model", format!("not an ONNX model: {e}")))?;
         stage("protobuf decoded");
-        let model = onnx_framework
-            .model_for_proto_model(&proto)
-            .map_err(|e| tract_error("model", "unsupported ONNX graph", &e))?;
+        // Before tract sees the graph: the int8 embedding table is gathered row by row and the
+        // int8 weights are packed for the integer matmuls, each freed from the protobuf as it
+        // is packed (super::onnx), so no f32 copy of them is ever made.
+        let graph = proto
+            .graph
+            .as_mut()
+            .ok_or_else(|| invalid("model", "not an ONNX model: no graph"))?;
+        let tables = super::onnx::gather_int8_tables(graph);
+        let packed = if quant {
+            super::onnx::int8_matmuls(graph)
+                .map_err(|e| tract_error("model", "integer matmuls", &e))?
+        } else {
+            Vec::new()
+        };
+        let prepacked = packed.len();
+        stage("int8 weights packed");
+        let model =
+            super::onnx::with_weights(packed, || onnx_framework.model_for_proto_model(&proto))
+                .map_err(|e| tract_error("model", "unsupported ONNX graph", &e))?;
         stage("graph parsed");
         drop(proto);
         stage("protobuf dropped");
@@ -209,14 +226,16 @@ impl Model {
         stage("typed");
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
         stage("decluttered");
-        let casts_folded = fold_constant_casts(&mut typed)
-            .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        let casts_folded = tables
+            + fold_constant_casts(&mut typed)
+                .map_err(|e| tract_error("model", "constant folding failed", &e))?;
         stage("casts folded");
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
         stage("decluttered again");
         let quantized = if quant {
-            let n = super::quant::swap_in(&mut typed)
-                .map_err(|e| tract_error("model", "integer matmuls", &e))?;
+            let n = prepacked
+                + super::quant::swap_in(&mut typed)
+                    .map_err(|e| tract_error("model", "integer matmuls", &e))?;
             super::same::swap_in_products(&mut typed)
                 .map_err(|e| tract_error("model", "attention products", &e))?;
             n
@@ -518,9 +537,12 @@ fn fold_constant_casts(model: &mut TypedModel) -> TractResult<usize> {
     Ok(count)
 }
 
+/// What [`trace_load`] calls at each stage.
+type OnStage = Box<dyn FnMut(&'static str)>;
+
 thread_local! {
     /// What [`trace_load`] calls at each stage of a load on this thread.
-    static LOAD_TRACE: std::cell::RefCell<Option<Box<dyn FnMut(&'static str)>>> =
+    static LOAD_TRACE: std::cell::RefCell<Option<OnStage>> =
         const { std::cell::RefCell::new(None) };
 }
 
