@@ -1,6 +1,6 @@
-// Embedding speed of two builds of the package in one Node process, paired: for each case (32 CISI
-// texts truncated to 16/128/256 tokens, batch 1 and 32, as bench/embed-compare), the two builds
-// run in turns A B B A per round, so a change of the machine's speed (other work on its cores)
+// Embedding speed of two builds of the package in one Node process, paired: for each case (32
+// CISI texts of over 1500 characters truncated to 16/128/256 tokens, batch 1 and 32, as
+// bench/embed-compare), the two builds run in turns A B B A per round, so a change of the machine's speed (other work on its cores)
 // hits both alike; the table gives each build's median texts/s and the ratio B/A of each round
 // (median and range). For a change to the engine measured on a busy machine.
 //
@@ -24,7 +24,7 @@ const rounds = Number(arg('--rounds', '3'));
 const seconds = Number(arg('--seconds', '2'));
 
 const here = (p) => new URL(p, import.meta.url).pathname;
-const file = [here('../../shared/data/ir/cisi/corpus.jsonl'), here('../tests/fixtures/retrieval/docs.jsonl')].find(existsSync);
+const file = [here('../../shared/data/ir/cisi/corpus.jsonl'), here('../../../shared/data/ir/cisi/corpus.jsonl'), here('../tests/fixtures/retrieval/docs.jsonl')].find(existsSync);
 const docs = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).text);
 
 const builds = [];
@@ -33,8 +33,8 @@ for (const dir of dirs) {
   const api = await import(pathToFileURL(join(dir, manifest.exports['.'].node.import.default)).href);
   builds.push({ dir, api });
 }
-// 32 texts of over 2000 characters (more than 256 tokens), truncated by maxTokens.
-const texts = docs.filter((t) => t.length > 2000).slice(0, 32);
+// 32 texts of over 1500 characters (~256 tokens or more), truncated by maxTokens.
+const texts = docs.filter((t) => t.length > 1500).slice(0, 32);
 if (texts.length < 32) throw new Error(`only ${texts.length} long texts in ${file}`);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };

@@ -79,7 +79,7 @@ async function trace(pkg) {
 /** The first `n` documents of the dev IR corpus (CISI), or the committed fixture without it. */
 function corpus(n) {
   const here = (p) => new URL(p, import.meta.url).pathname;
-  const file = [here('../../shared/data/ir/cisi/corpus.jsonl'), here('../tests/fixtures/retrieval/docs.jsonl')].find(existsSync);
+  const file = [here('../../shared/data/ir/cisi/corpus.jsonl'), here('../../../shared/data/ir/cisi/corpus.jsonl'), here('../tests/fixtures/retrieval/docs.jsonl')].find(existsSync);
   return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).slice(0, n)
     .map((l, i) => { const d = JSON.parse(l); return { id: String(d.id ?? d._id ?? i), text: d.text }; });
 }

@@ -219,8 +219,8 @@ pub struct EmbedderIdentity {
 /// Measuring aid (`bench/embed_footprint.*`, the engine module's `traceLoad`): runs `f` with
 /// `on_stage` called with a stage's name as each stage of a model load on this thread ends
 /// (`"tokenizer read"`, `"protobuf decoded"`, …, `"plan built"`, `"identity"`), so the caller
-/// can read memory and time between stages. Nothing is called outside `f`.
-#[doc(hidden)]
+/// can read memory and time between stages. Nothing is called outside `f`; stage names may
+/// change between versions.
 #[cfg(feature = "embed")]
 pub fn trace_load<R>(on_stage: impl FnMut(&'static str) + 'static, f: impl FnOnce() -> R) -> R {
     model::trace_load(on_stage, f)
@@ -249,7 +249,9 @@ pub struct OpTime {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadInfo {
-    /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
+    /// int8 → f32 dequantisations taken out of the run time at load: constant `Cast` nodes
+    /// folded, and int8 tables read row by row (the embedding table's rows converted as a call
+    /// gathers them). The weights of the integer matmuls are in `integer_matmuls`.
     pub casts_folded: usize,
     /// Nodes of the model's plan that run through condense's own code instead of tract's:
     /// reshapes that reset unit-axis strides, broadcast additions and multiplications and the
