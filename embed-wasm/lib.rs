@@ -60,6 +60,13 @@ mod wasm {
             Ok(Model { inner })
         }
 
+        /// The size of this module's linear memory in bytes (it never shrinks: the peak of every
+        /// load and call so far). A measuring aid (`bench/embed_footprint_chromium.mjs`).
+        #[wasm_bindgen(js_name = memoryBytes)]
+        pub fn memory_bytes() -> f64 {
+            (core::arch::wasm32::memory_size(0) * 65536) as f64
+        }
+
         /// The identity (JSON text): `{kind, modelSha256, dims, maxTokens, version}`.
         pub fn identity(&self) -> Result<String, JsValue> {
             serde_json::to_string(self.inner.identity())
@@ -98,6 +105,56 @@ mod wasm {
             let vectors = self.inner.embed(&refs).map_err(js_error)?;
             let flat: Vec<f32> = vectors.iter().flat_map(|v| v.iter().copied()).collect();
             Ok(Float32Array::from(flat.as_slice()))
+        }
+
+        /// Loads the model as `fromBytes` does, with a row `{stage, ms, memoryBytes}` as each
+        /// stage of the load ends (the wasm memory's size: it never shrinks, so it is the peak
+        /// so far), then rows for the first call (32 texts of ~128 tokens) and for the model
+        /// dropped: JSON text, a measuring aid (`bench/embed_footprint.mjs`; the native bench
+        /// gives the live heap per stage). Run it on a fresh instance.
+        #[wasm_bindgen(js_name = traceLoad)]
+        pub fn trace_load(
+            onnx: &[u8],
+            tokenizer: &[u8],
+            sha256: Option<String>,
+        ) -> Result<String, JsValue> {
+            use std::cell::RefCell;
+            use std::rc::Rc;
+            console_error_panic_hook::set_once();
+            let start = js_sys::Date::now();
+            let rows = Rc::new(RefCell::new(Vec::new()));
+            let mark = {
+                let rows = Rc::clone(&rows);
+                move |stage: &str| {
+                    rows.borrow_mut().push(serde_json::json!({
+                        "stage": stage,
+                        "ms": js_sys::Date::now() - start,
+                        "memoryBytes": core::arch::wasm32::memory_size(0) * 65536,
+                    }));
+                }
+            };
+            mark("input copied");
+            let on_stage = mark.clone();
+            let inner = condense::embed::trace_load(on_stage, || {
+                Embedder::from_bytes_with_digest(
+                    onnx,
+                    tokenizer,
+                    EmbedOptions::default(),
+                    sha256.as_deref(),
+                )
+            })
+            .map_err(js_error)?;
+            mark("loaded");
+            let text = "the quick brown fox jumps over the lazy dog while the engine counts bytes "
+                .repeat(9);
+            let texts: Vec<&str> = (0..32).map(|_| text.as_str()).collect();
+            inner.embed(&texts).map_err(js_error)?;
+            mark("first call (32 × 128 tokens)");
+            drop(inner);
+            mark("embedder dropped");
+            let rows = rows.borrow();
+            serde_json::to_string(&*rows)
+                .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
         }
 
         /// Embeds `texts` (an array of strings) with every operator of the model timed

@@ -655,7 +655,8 @@ export interface Embedder {
   /** One unit-length `Float32Array` (384 values) per text, in input order. @throws {CondenseError} */
   embed(texts: string[]): Float32Array[];
   /**
-   * How a model embedder was loaded (`null` for the lexical embedder): constant casts folded,
+   * How a model embedder was loaded (`null` for the lexical embedder): int8 casts taken out of
+   * the run time (constants folded, tables converted row by row as a call reads them),
    * plan nodes run by condense's own evaluation instead of tract's generic fallbacks, weight
    * matmuls run as integer products (activations rounded to 16 bits; 36 for MiniLM-L6 in wasm,
    * whose vectors are then bit-identical to the native build's on x86-64), and load time.

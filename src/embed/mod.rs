@@ -216,6 +216,16 @@ pub struct EmbedderIdentity {
     pub version: u32,
 }
 
+/// Measuring aid (`bench/embed_footprint.*`, the engine module's `traceLoad`): runs `f` with
+/// `on_stage` called with a stage's name as each stage of a model load on this thread ends
+/// (`"tokenizer read"`, `"protobuf decoded"`, …, `"plan built"`, `"identity"`), so the caller
+/// can read memory and time between stages. Nothing is called outside `f`; stage names may
+/// change between versions.
+#[cfg(feature = "embed")]
+pub fn trace_load<R>(on_stage: impl FnMut(&'static str) + 'static, f: impl FnOnce() -> R) -> R {
+    model::trace_load(on_stage, f)
+}
+
 /// Version of the model pipeline (tokenizer + mean pooling + L2): bumped if vectors change.
 pub const MODEL_PIPELINE_VERSION: u32 = 1;
 
@@ -239,7 +249,9 @@ pub struct OpTime {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadInfo {
-    /// Constant `Cast` nodes folded at load (the int8 → f32 dequantisation of the weights).
+    /// int8 → f32 dequantisations taken out of the run time at load: constant `Cast` nodes
+    /// folded, and int8 tables read row by row (the embedding table's rows converted as a call
+    /// gathers them). The weights of the integer matmuls are in `integer_matmuls`.
     pub casts_folded: usize,
     /// Nodes of the model's plan that run through condense's own code instead of tract's:
     /// reshapes that reset unit-axis strides, broadcast additions and multiplications and the
@@ -390,6 +402,7 @@ impl Embedder {
                 max_tokens: options.max_tokens,
             },
         )?;
+        model::stage("tokenizer read");
         let model = model::Model::load(onnx, options.threads)?;
         let identity = EmbedderIdentity {
             kind: EmbedderKind::MiniLm,
@@ -398,6 +411,7 @@ impl Embedder {
             max_tokens: Some(options.max_tokens),
             version: MODEL_PIPELINE_VERSION,
         };
+        model::stage("identity");
         let load = LoadInfo {
             casts_folded: model.casts_folded,
             nodes_repaired: model.repaired + model.quantized,

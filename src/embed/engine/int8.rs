@@ -135,19 +135,39 @@ impl QuantWeights {
         if k == 0 || n == 0 || k.checked_mul(n) != Some(w.len()) {
             return None;
         }
-        let mut q = vec![0i8; w.len()];
+        let mut columns = vec![0f32; w.len()];
+        for (i, row) in w.chunks_exact(n).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                columns[j * k + i] = v;
+            }
+        }
+        QuantWeights::recover_columns(&columns, k, n)
+    }
+
+    /// [`QuantWeights::recover`] of the weights given column by column (`columns[j · k + i]`
+    /// is row `i` of column `j`): each column's search reads contiguous values (a load reads
+    /// MiniLM's 10.6 M weights several times each). The integers come back row-major.
+    pub(crate) fn recover_columns(
+        columns: &[f32],
+        k: usize,
+        n: usize,
+    ) -> Option<(Vec<i8>, Vec<f32>)> {
+        if k == 0 || n == 0 || k.checked_mul(n) != Some(columns.len()) {
+            return None;
+        }
+        let mut q = vec![0i8; columns.len()];
         let mut scales = vec![0f32; n];
-        for j in 0..n {
-            // Column j, row by row: no index arithmetic per weight.
-            let column = || w.chunks_exact(n).map(move |row| row[j]);
-            let max = column().fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
-            if !column().all(f32::is_finite) {
+        for (j, column) in columns.chunks_exact(k).enumerate() {
+            let max = column
+                .iter()
+                .fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
+            if !column.iter().all(|v| v.is_finite()) {
                 return None;
             }
             if max == 0.0 {
                 continue;
             }
-            let fits = |s: f32| column().all(|v| as_int8(v, s).is_some());
+            let fits = |s: f32| column.iter().all(|&v| as_int8(v, s).is_some());
             let scale = [127f32, 128.0]
                 .iter()
                 .flat_map(|levels| {
@@ -164,7 +184,7 @@ impl QuantWeights {
                 })
                 .find(|&s| s > 0.0 && fits(s))?;
             scales[j] = scale;
-            for (row, v) in q.chunks_exact_mut(n).zip(column()) {
+            for (row, &v) in q.chunks_exact_mut(n).zip(column) {
                 row[j] = as_int8(v, scale)?;
             }
         }

@@ -3,6 +3,8 @@
 //! puts in its plan so that native and wasm builds give the same vectors, fast.
 //!
 //! - `model`: loads the ONNX bytes into one optimised plan and runs it; calls the rewrites.
+//! - `onnx`: the decoded protobuf's int8 weights packed for `quant` and its int8 embedding
+//!   table gathered row by row, before tract parses the graph (no f32 copies of the model).
 //! - `ops`: reshapes, broadcast arithmetic and masked softmaxes evaluated in place of tract's
 //!   slow paths for these shapes (the same values).
 //! - `same`: the f32 operators (softmax, erf, sums, norms, attention products) computed the
@@ -15,8 +17,8 @@
 //! - Leaves: `graph` (the one graph-editing primitive), `limits` (the shapes of a model call),
 //!   `xorshift` (the checks' random stream).
 //!
-//! Imports go one way, leaves last: `model` → `ops`, `same`, `quant`, `kernels`,
-//! `wasm_kernel`; `ops` → `same`; `quant` → `x86_quant`, `wasm_quant` → `int8`; everything
+//! Imports go one way, leaves last: `model` → `onnx`, `ops`, `same`, `quant`, `kernels`,
+//! `wasm_kernel`; `onnx` → `quant`, `int8`; `ops` → `same`; `quant` → `x86_quant`, `wasm_quant` → `int8`; everything
 //! that edits the graph → `graph`. No module here imports `crate::embed`'s own module
 //! (`mod.rs`): what both need (`DIMS`, `MAX_MODEL_TOKENS`) lives in leaves above
 //! (`crate::embed::vector`, `crate::embed::tokenizer`). `tests/embed_layout.rs` fails on a
@@ -28,6 +30,7 @@ pub(crate) mod int8;
 pub(crate) mod kernels;
 pub(crate) mod limits;
 pub(crate) mod model;
+pub(crate) mod onnx;
 pub(crate) mod ops;
 pub(crate) mod quant;
 pub(crate) mod same;

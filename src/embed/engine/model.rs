@@ -133,19 +133,40 @@ impl Model {
         // One thread in wasm (EmbedOptions::threads is checked to be 1 there).
         #[cfg(target_arch = "wasm32")]
         let _ = threads;
-        let mut reader = onnx;
+        stage("start");
         // The graph's `value_info` shape annotations are hints, and the exporter's can be wrong:
         // the default model annotates its attention-mask `Where` as `batch×1×sequence×sequence`
         // where it computes `batch×1×1×sequence` (a broadcast), which tract would then enforce
         // at run time. Shapes are inferred from the operators instead.
-        let onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
-        let proto = onnx_framework
-            .proto_model_for_read(&mut reader)
-            .map_err(|e| tract_error("model", "not an ONNX model", &e))?;
-        let model = onnx_framework
-            .model_for_proto_model(&proto)
-            .map_err(|e| tract_error("model", "unsupported ONNX graph", &e))?;
+        let mut onnx_framework = tract_onnx::onnx().with_ignore_value_info(true);
+        onnx_framework
+            .op_register
+            .insert(super::onnx::QUANT_MATMUL, super::onnx::quant_matmul);
+        let mut proto = <tract_onnx::pb::ModelProto as prost::Message>::decode(onnx)
+            .map_err(|e| invalid("model", format!("not an ONNX model: {e}")))?;
+        stage("protobuf decoded");
+        // Before tract sees the graph: the int8 embedding table is gathered row by row and the
+        // int8 weights are packed for the integer matmuls, each freed from the protobuf as it
+        // is packed (super::onnx), so no f32 copy of them is ever made.
+        let graph = proto
+            .graph
+            .as_mut()
+            .ok_or_else(|| invalid("model", "not an ONNX model: no graph"))?;
+        let tables = super::onnx::gather_int8_tables(graph);
+        let packed = if quant {
+            super::onnx::int8_matmuls(graph)
+                .map_err(|e| tract_error("model", "integer matmuls", &e))?
+        } else {
+            Vec::new()
+        };
+        let prepacked = packed.len();
+        stage("int8 weights packed");
+        let model =
+            super::onnx::with_weights(packed, || onnx_framework.model_for_proto_model(&proto))
+                .map_err(|e| tract_error("model", "unsupported ONNX graph", &e))?;
+        stage("graph parsed");
         drop(proto);
+        stage("protobuf dropped");
 
         let names = |outlets: &[OutletId]| -> Vec<String> {
             outlets
@@ -202,19 +223,26 @@ impl Model {
         let mut typed = model
             .into_typed()
             .map_err(|e| tract_error("model", "cannot type the graph", &e))?;
+        stage("typed");
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
-        let casts_folded = fold_constant_casts(&mut typed)
-            .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        stage("decluttered");
+        let casts_folded = tables
+            + fold_constant_casts(&mut typed)
+                .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        stage("casts folded");
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+        stage("decluttered again");
         let quantized = if quant {
-            let n = super::quant::swap_in(&mut typed)
-                .map_err(|e| tract_error("model", "integer matmuls", &e))?;
+            let n = prepacked
+                + super::quant::swap_in(&mut typed)
+                    .map_err(|e| tract_error("model", "integer matmuls", &e))?;
             super::same::swap_in_products(&mut typed)
                 .map_err(|e| tract_error("model", "attention products", &e))?;
             n
         } else {
             0
         };
+        stage("integer matmuls");
 
         // The output must be `batch × sequence × 384` floats.
         let out_outlet = typed
@@ -246,11 +274,14 @@ impl Model {
         typed
             .optimize()
             .map_err(|e| tract_error("model", "optimisation failed", &e))?;
+        stage("optimised");
         let repaired = repair(&mut typed, kernels, quantized > 0)
             .map_err(|e| tract_error("model", "plan repair failed", &e))?;
+        stage("repaired");
         let plan = typed
             .into_runnable()
             .map_err(|e| tract_error("model", "cannot plan the graph", &e))?;
+        stage("plan built");
         Ok(Model {
             plan,
             typed: decluttered,
@@ -504,6 +535,42 @@ fn fold_constant_casts(model: &mut TypedModel) -> TractResult<usize> {
     }
     model.compact()?;
     Ok(count)
+}
+
+/// What [`trace_load`] calls at each stage.
+type OnStage = Box<dyn FnMut(&'static str)>;
+
+thread_local! {
+    /// What [`trace_load`] calls at each stage of a load on this thread.
+    static LOAD_TRACE: std::cell::RefCell<Option<OnStage>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `on_stage` called with the name of each stage of every model load on this
+/// thread as the stage ends (`"protobuf decoded"`, `"graph parsed"`, …, `"plan built"`): a
+/// measuring aid (`bench/embed-footprint`) that reads memory and time between stages.
+pub(crate) fn trace_load<R>(
+    on_stage: impl FnMut(&'static str) + 'static,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOAD_TRACE.with(|t| *t.borrow_mut() = None);
+        }
+    }
+    LOAD_TRACE.with(|t| *t.borrow_mut() = Some(Box::new(on_stage)));
+    let _reset = Reset;
+    f()
+}
+
+/// Tells [`trace_load`]'s caller that a load stage ended (nothing when no trace runs).
+pub(crate) fn stage(name: &'static str) {
+    LOAD_TRACE.with(|t| {
+        if let Some(on_stage) = t.borrow_mut().as_mut() {
+            on_stage(name);
+        }
+    });
 }
 
 thread_local! {

@@ -7,8 +7,12 @@
 //! one instruction, twice the work of an f32 multiply and add.
 //!
 //! [`QuantMatMul`] takes the place of `x · W` (and the bias addition after it):
-//! - at load, [`QuantWeights::recover`] reads `q` and `s` back from the folded constant, and
-//!   checks that `f32(q) · s` gives every weight exactly, or leaves the matmul to tract;
+//! - at load, [`QuantWeights::recover`] reads `q` and `s` back from the weights' f32 values,
+//!   and checks that `f32(q) · s` gives every weight exactly, or leaves the matmul to tract.
+//!   For the int8 model, `super::onnx` does it on each matrix's values computed from the ONNX
+//!   initialisers, before tract parses the graph (no f32 copy of the model is made), and the
+//!   node reaches tract as a [`QuantMatMul`]; [`swap_in`] does it on the folded constants of
+//!   the `EinSum`s left (a model whose weights are stored as f32);
 //! - per call, each row of `x` (a token) is rounded to 16-bit integers on its own scale,
 //!   `r = max|x| / 32767`;
 //! - `y[t, j] = ((Σ x_q · q) · r_t) · s_j + bias_j`, the integer sums exact in `i32`, taken in
