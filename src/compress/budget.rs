@@ -14,7 +14,8 @@
 //! 2. Otherwise stages that keep less verbatim in turn — a recency window of 2, then 1, then
 //!    condensed tool-call arguments, then 0, then the oldest messages folded into one summary
 //!    (recency window 1, then 0) — each with the largest fill share that fits (searched over a
-//!    fixed ladder of shares, see `search.rs`). In fold stages the fewest folded messages that
+//!    fixed ladder of shares, see `search.rs`; a share whose plan is within 1/50 under the
+//!    budget ends the search). In fold stages the fewest folded messages that
 //!    let the smallest share fit, and the folded summary gets what the newer messages leave.
 //!    Without tool output the first stage that fits is the result; with tool output every
 //!    stage's plan and the fold of everything compete, and the one keeping the most

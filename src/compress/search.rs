@@ -9,12 +9,25 @@
 //! three or four instead of eight to seventeen, and each step is a measurement of the whole
 //! conversation.
 //!
-//! Where the size is monotone in the position the answer is the bisection's: the largest
-//! position that fits (a property test checks it). Where it is not, both return some position
-//! that fits whose next one does not.
+//! The search stops as soon as a measured position fits within [`CLOSE`] of the budget (1/50
+//! of it under, at least one token): the budget counts as met there, and the steps that would
+//! pin down the last ladder position (each a measurement of the whole conversation, for at most
+//! 2 % more text) are not taken. Otherwise, where the size is monotone in the position, the
+//! answer is the bisection's: the largest position that fits (a property test checks both).
+//! Where it is not, both return some position that fits whose next one does not.
 
-/// The largest `p` in `[lo, hi)` with `size(p) <= budget`, given that `lo` fits (its size is
-/// `at_lo`) and that positions at or past `hi` count as not fitting (`hi` itself is never
+/// A measured plan within `budget / CLOSE` tokens under the budget (at least one) ends the
+/// search: it is taken as the largest that fits.
+pub(super) const CLOSE: usize = 50;
+
+/// Whether a plan of `size` tokens meets `budget` closely enough to end a search.
+fn close_enough(size: f64, budget: usize) -> bool {
+    size >= (budget - (budget / CLOSE).max(1).min(budget)) as f64
+}
+
+/// The largest `p` in `[lo, hi)` with `size(p) <= budget`, or the first measured one that
+/// fits within [`CLOSE`] of the budget, given that `lo` fits (its size is `at_lo`; when that is
+/// already close enough, nothing is measured) and that positions at or past `hi` count as not fitting (`hi` itself is never
 /// measured). `x` maps a position to what it stands for (increasing); `slope` is a first guess
 /// of the size's growth per unit of `x`, used until two measurements give a better one.
 /// `size` is called once per step, for a position strictly between the bracket's ends.
@@ -31,7 +44,7 @@ pub(super) fn largest_fitting(
     // The fitting measurement before `lo`'s, for a slope before anything has failed to fit.
     let mut before_lo: Option<(f64, f64)> = None;
     let mut bisect = false;
-    while hi - lo > 1 {
+    while hi - lo > 1 && !close_enough(at_lo, budget) {
         let width = hi - lo;
         let p = if bisect {
             lo + width / 2
@@ -118,7 +131,8 @@ mod tests {
 
     proptest! {
         /// On a size that grows with the position (in steps, at any rate) the search finds what
-        /// bisection finds, in at most twice its steps.
+        /// bisection finds, or a position that fits within CLOSE of the budget, in at most twice
+        /// its steps.
         #[test]
         fn monotone_sizes_give_the_bisection_answer(
             steps in prop::collection::vec(0usize..40, 1..300),
@@ -144,7 +158,14 @@ mod tests {
                 assert!(p > 0 && p < hi);
                 sizes[p]
             });
-            prop_assert_eq!(found, bisection(hi, budget, |p| sizes[p]));
+            // The bisection's answer, or an earlier one that fits within CLOSE of the budget.
+            let best = bisection(hi, budget, |p| sizes[p]);
+            prop_assert!(found <= best && sizes[found] <= budget);
+            prop_assert!(
+                found == best || close_enough(sizes[found] as f64, budget),
+                "found {} ({} tokens), bisection {} ({}), budget {}",
+                found, sizes[found], best, sizes[best], budget
+            );
             let bound = 2 * (usize::BITS - hi.leading_zeros()) as usize + 2;
             prop_assert!(calls <= bound, "{} calls for {} positions", calls, hi);
         }
@@ -161,8 +182,34 @@ mod tests {
                 calls += 1;
                 size(p)
             });
-            assert_eq!(found, bisection(256, budget, size));
+            let best = bisection(256, budget, size);
+            assert!(found == best || close_enough(size(found) as f64, budget));
+            assert!(size(found) <= budget && found <= best);
             assert!(calls <= 4, "{calls} steps for budget {budget}");
         }
+    }
+
+    /// A position within CLOSE of the budget ends the search; one just outside it does not.
+    #[test]
+    fn a_close_fit_ends_the_search() {
+        let sizes: Vec<usize> = (0..100).map(|p| 900 + p).collect();
+        let mut calls = 0;
+        // 980 is exactly budget - budget / 50: the floor itself is close enough.
+        let found = largest_fitting(
+            (0, 100),
+            980,
+            1000,
+            |p| p as f64,
+            1.0,
+            |p| {
+                calls += 1;
+                sizes[p]
+            },
+        );
+        assert_eq!((found, calls), (0, 0));
+        assert!(close_enough(980.0, 1000) && !close_enough(979.0, 1000));
+        // Tiny budgets still need a fit within one token.
+        assert!(close_enough(9.0, 10) && !close_enough(8.0, 10));
+        assert!(close_enough(0.0, 0));
     }
 }
