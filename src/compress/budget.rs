@@ -39,6 +39,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use super::counter::Tokens;
 use super::env::Env;
 use super::fate::Rung;
+use super::fold;
 use super::method::{CompressMethod, LEVELS};
 use super::options::CompressOptions;
 use super::output::Plan;
@@ -355,15 +356,64 @@ impl Chooser<'_, '_, '_> {
         if best.1 > budget {
             return None;
         }
-        search::fewest_fitting((0, n), |k| {
+        let fitting = |k: usize| {
             let s = stage.at(k, min_rung);
             let t = self.total(&s);
-            if t <= budget {
-                best = (s, t);
+            (t <= budget).then_some((s, t))
+        };
+        // Predicted from what each message costs unfolded, then checked: the count and the
+        // one before it settle it when the prediction holds (as it does unless folding changes
+        // what the other messages are rendered as); else the search goes on from there.
+        let mut bracket = (0, n);
+        let k = self.predicted_fold(&none, t, &most, best.1);
+        if k > 0 && k < n {
+            match fitting(k) {
+                None => bracket.0 = k,
+                Some(at_k) => match (k > 1).then(|| fitting(k - 1)).flatten() {
+                    None => return Some(at_k),
+                    Some(before) => {
+                        best = before;
+                        bracket.1 = k - 1;
+                    }
+                },
             }
-            t <= budget
+        }
+        search::fewest_fitting(bracket, |k| match fitting(k) {
+            Some(found) => {
+                best = found;
+                true
+            }
+            None => false,
         });
         Some(best)
+    }
+
+    /// The fewest folded messages whose plan the budget is predicted to hold, between the plan
+    /// folding none (`none`, `none_total` tokens) and the one folding all it may (`most`,
+    /// `most_total`): each fold count's messages cost what they do in `none`, the folded
+    /// summary what it does in `most` (at the smallest share it lists next to nothing, so
+    /// that hardly depends on the count). `most`'s count when none is predicted to fit.
+    fn predicted_fold(
+        &self,
+        none: &Shape,
+        none_total: usize,
+        most: &Shape,
+        most_total: usize,
+    ) -> usize {
+        let env = self.env;
+        let cost = render::contributions(env, none);
+        let mut prefix = Vec::with_capacity(cost.len() + 1);
+        prefix.push(0usize);
+        for c in &cost {
+            prefix.push(prefix[prefix.len() - 1] + c);
+        }
+        let folded = |k: usize| {
+            let r = fold::range(env.parsed, env.options, k);
+            prefix[r.end] - prefix[r.start]
+        };
+        let marker = (most_total + folded(most.fold)).saturating_sub(none_total);
+        let predicted = |k: usize| (none_total + marker).saturating_sub(folded(k));
+        search::fewest_fitting((0, most.fold), |k| predicted(k) <= self.budget)
     }
 
     /// The shallowest hierarchical level that fits, on top of `floor` (at the deepest level,

@@ -69,6 +69,11 @@ pub(super) struct Env<'a, 'v> {
     /// the dozens of forms a budget tries do not each keep every message's text.
     pub(super) message_tokens: RefCell<FastMap<(usize, FormKey), usize>>,
     knowns: RefCell<Vec<(Vec<bool>, Rc<Known>)>>,
+    /// Each message's class under each known set ([`Env::known_class`]), and the classes by
+    /// message and signature.
+    known_classes: RefCell<KnownClasses>,
+    /// Each message's units' key tokens and tool-output values, for its classes.
+    asked: Vec<OnceCell<Asked>>,
     /// What a unit's budget-fill summary may list, by unit and known set ([`Known::id`]): the
     /// same for every level the budget tries.
     pub(super) fill_candidates: RefCell<FastMap<(usize, usize), FillCandidates>>,
@@ -87,6 +92,23 @@ pub(super) struct Env<'a, 'v> {
     /// Each tool output's values, read once, by the address of its text (a text of the call's
     /// messages, which outlive the context).
     output_values: RefCell<FastMap<(usize, usize), Rc<values::OutputValues>>>,
+}
+
+/// [`Env::known_class`]'s memo: by known set, each message's class (`usize::MAX`: not yet
+/// asked); and the classes by message and signature (the positions, among what the message
+/// asks, of what the known set holds).
+#[derive(Default)]
+struct KnownClasses {
+    of_known: Vec<Vec<usize>>,
+    by_signature: FastMap<(usize, Vec<u32>), usize>,
+}
+
+/// What a message's budget-fill summaries ask of a known set ([`Env::known_class`]): its units'
+/// key tokens and its tool outputs' values.
+#[derive(Default)]
+struct Asked {
+    keys: Vec<Rc<Vec<(String, crate::text::keys::KeyKind)>>>,
+    values: Vec<Rc<values::OutputValues>>,
 }
 
 impl<'a, 'v> Env<'a, 'v> {
@@ -114,6 +136,8 @@ impl<'a, 'v> Env<'a, 'v> {
             messages: RefCell::default(),
             message_tokens: RefCell::default(),
             knowns: RefCell::default(),
+            known_classes: RefCell::default(),
+            asked: (0..parsed.len()).map(|_| OnceCell::new()).collect(),
             fill_candidates: RefCell::default(),
             folds: RefCell::default(),
             compact: RefCell::default(),
@@ -264,6 +288,76 @@ impl<'a, 'v> Env<'a, 'v> {
         let known = Rc::new(Known::new(set, self.terms, knowns.len()));
         knowns.push((kept.to_vec(), Rc::clone(&known)));
         (knowns.len() - 1, known)
+    }
+
+    /// Which renderings of message `m` the known set `known` (id `known_id`) gives: known sets
+    /// that hold the same of the message's key tokens and tool-output values (all a
+    /// budget-fill summary asks of a known set: which of them not to list) give the same class,
+    /// so the budget's stages, whose verbatim messages differ, share the renderings of the
+    /// messages whose summaries those do not change. With a query the known set's id itself
+    /// (a JSON output's values named by the query are read from its parsed JSON).
+    /// Classes are per message; 0 is the class of every known set that holds none of them.
+    pub(super) fn known_class(&self, m: usize, known_id: usize, known: &Known) -> usize {
+        if !self.memoise || !self.terms.stems.is_empty() {
+            return known_id;
+        }
+        // Class 0: the known set holds none of what the message asks (an empty set, as the
+        // default pass's, always).
+        if known.set.is_empty() {
+            return 0;
+        }
+        if let Some(&c) = self
+            .known_classes
+            .borrow()
+            .of_known
+            .get(known_id)
+            .and_then(|c| c.get(m))
+        {
+            if c != usize::MAX {
+                return c;
+            }
+        }
+        let asked = self.asked[m].get_or_init(|| {
+            let mut asked = Asked::default();
+            for u in self.units.of_msg[m].clone() {
+                let unit = self.units.all[u];
+                asked.keys.push(self.terms.memo.keys(unit.text));
+                if unit.kind == super::parse::UnitKind::ToolOutput {
+                    asked.values.push(self.output_values(unit.text));
+                }
+            }
+            asked
+        });
+        let keys = asked
+            .keys
+            .iter()
+            .flat_map(|k| k.iter().map(|k| k.0.as_str()));
+        let values = asked
+            .values
+            .iter()
+            .flat_map(|v| v.all().iter().map(String::as_str));
+        let signature: Vec<u32> = keys
+            .chain(values)
+            .enumerate()
+            .filter(|(_, k)| known.set.contains(*k))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let mut classes = self.known_classes.borrow_mut();
+        let next = classes.by_signature.len() + 1;
+        let c = if signature.is_empty() {
+            0
+        } else {
+            *classes.by_signature.entry((m, signature)).or_insert(next)
+        };
+        if classes.of_known.len() <= known_id {
+            classes.of_known.resize(known_id + 1, Vec::new());
+        }
+        let of_known = &mut classes.of_known[known_id];
+        if of_known.is_empty() {
+            of_known.resize(self.parsed.len(), usize::MAX);
+        }
+        of_known[m] = c;
+        c
     }
 
     /// What a fold of `range` lists and the folded characters ([`fold::candidates`]), computed

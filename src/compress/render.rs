@@ -190,7 +190,7 @@ fn dups<'e>(env: &'e Env<'_, '_>, shape: &Shape) -> &'e [Dup] {
 
 /// Message `m` (neither kept nor folded) rendered as `shape` and `d` decide.
 pub(super) fn message(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> Rc<MsgOut> {
-    let key = form_key(m, shape, d);
+    let key = form_key(env, m, shape, d);
     if env.memoise {
         if let Some(out) = env.messages.borrow().get(&(m, key)) {
             return Rc::clone(out);
@@ -210,7 +210,7 @@ fn message_tokens(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> 
     if !env.memoise || env.keep_forms.get() {
         return message(env, m, shape, d).tokens;
     }
-    let key = form_key(m, shape, d);
+    let key = form_key(env, m, shape, d);
     if let Some(&tokens) = env.message_tokens.borrow().get(&(m, key)) {
         return tokens;
     }
@@ -220,10 +220,10 @@ fn message_tokens(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> 
 }
 
 /// The memo key of message `m`'s rendering in the form `shape` gives it.
-fn form_key(m: usize, shape: &Shape, d: &Decisions) -> FormKey {
+fn form_key(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> FormKey {
     FormKey {
         rung: shape.rung,
-        known: d.known_id,
+        known: env.known_class(m, d.known_id, &d.known),
         condense: d.pres.condense[m],
         truncate: d.truncated[m],
         fuzzy: shape.fuzzy,
@@ -679,6 +679,25 @@ pub(super) fn total_of(env: &Env<'_, '_>, shape: &Shape, d: &Decisions) -> usize
     sum
 }
 
+/// What each message adds to [`total`]'s sum for the plan `shape`: its tokens where the plan
+/// keeps it, its rendering's where it renders it, 0 where it folds it (the fold's own tokens
+/// are not in any message's).
+pub(super) fn contributions(env: &Env<'_, '_>, shape: &Shape) -> Vec<usize> {
+    let d = decide(env, shape);
+    let parsed = env.parsed;
+    (0..parsed.len())
+        .map(|m| {
+            if d.pres.kept[m].is_some() {
+                parsed.counts[m]
+            } else if d.pres.fold.contains(&m) {
+                0
+            } else {
+                message_tokens(env, m, shape, &d)
+            }
+        })
+        .collect()
+}
+
 /// The plan `shape` makes.
 pub(super) fn plan(env: &Env<'_, '_>, shape: &Shape) -> Plan {
     let d = decide(env, shape);
@@ -830,5 +849,71 @@ pub(super) fn plan(env: &Env<'_, '_>, shape: &Shape) -> Plan {
         stats,
         trace: with_trace.then_some(trace),
         requests,
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::super::classify::Classes;
+    use super::super::counter::Tokens;
+    use super::super::options::CompressOptions;
+    use super::super::parse::{Parsed, Units};
+    use super::super::summarize::Query;
+    use super::*;
+    use serde_json::Value;
+
+    /// A message's rendering memoised under one known set and served for another whose
+    /// class is the same ([`Env::known_class`]) is the rendering that other set makes alone:
+    /// each plan below is rendered in one environment after every plan before it, and again in
+    /// an environment of its own.
+    #[test]
+    fn renderings_shared_across_known_sets_are_each_sets_own() {
+        let text = include_str!("../../tests/fixtures/tool_sessions_openai_sample.jsonl");
+        let options = CompressOptions::default();
+        let query = Query::default();
+        let tok = Tokens::new(None, Some("estimate".into()));
+        // Messages whose class two different known sets share.
+        let mut shared_classes = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let values: Vec<Value> = record["messages"].as_array().unwrap().clone();
+            let parsed = Parsed::new(None, &values, &options, &tok, 0).unwrap();
+            let units = Units::new(&parsed, &options);
+            let classes = Classes::new(&parsed, &units, &options);
+            let env = || Env::new(&parsed, &units, &classes, &options, &query, &tok, true);
+            let shared = env();
+            let mut seen: std::collections::HashMap<(usize, usize), usize> = Default::default();
+            for share in [0.05, 0.2] {
+                for (window, condense) in [(2, false), (1, false), (1, true), (0, true)] {
+                    let shape = Shape {
+                        rung: Rung::fill(share),
+                        recency_window: window,
+                        condense_calls: condense,
+                        ..Shape::base(&options)
+                    };
+                    let d = decide(&shared, &shape);
+                    let alone = env();
+                    let d_alone = decide(&alone, &shape);
+                    for m in 0..parsed.len() {
+                        if d.pres.kept[m].is_some() || d.pres.fold.contains(&m) {
+                            continue;
+                        }
+                        let class = form_key(&shared, m, &shape, &d).known;
+                        if seen
+                            .insert((m, class), d.known_id)
+                            .is_some_and(|id| id != d.known_id)
+                        {
+                            shared_classes += 1;
+                        }
+                        let a = message(&shared, m, &shape, &d);
+                        let b = message(&alone, m, &shape, &d_alone);
+                        assert_eq!((a.kept, &a.text, a.tokens), (b.kept, &b.text, b.tokens));
+                        assert_eq!(a.replacements, b.replacements);
+                    }
+                }
+            }
+        }
+        // The test is about something: renderings were served across known sets.
+        assert!(shared_classes > 0);
     }
 }
