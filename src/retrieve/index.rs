@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::analyze::{Analyzer, AnalyzerOptions};
+use super::analyze::{Analyzer, AnalyzerOptions, TermCache};
 use super::bm25::{Bm25, Bm25Params};
 use super::chunk::{chunk_document, ChunkOptions};
 use super::feedback::expansion_terms;
@@ -397,11 +397,13 @@ impl Index {
             })
         })?;
         let analyzer = self.analyzer();
+        // Each distinct word analysed once for the whole batch (the same terms: TermCache).
+        let mut cache = TermCache::default();
         let mut vid_iter = vids.into_iter();
         for (d, chunks) in documents.iter().zip(chunked) {
             let n = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
             for chunk in chunks {
-                let terms = analyzer.terms(&lexical_text(&chunk));
+                let terms = analyzer.terms_cached(&lexical_text(&chunk), &mut cache);
                 self.bm25.add(&terms);
                 let vid = vid_iter.next().unwrap_or(u32::MAX);
                 self.slots.push(Slot { chunk, vid });

@@ -19,7 +19,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::analyze::Analyzer;
+use super::analyze::{Analyzer, TermCache};
 use super::feedback::expansion_terms;
 use super::fuse::{feedback_slots, fuse_lists, Fusion};
 use super::index::{
@@ -88,6 +88,8 @@ pub fn prepare_documents(
 ) -> Result<Vec<PreparedDocument>, Error> {
     check_documents(documents, &|_| false)?;
     let analyzer = Analyzer::new(options.analyzer);
+    // Each distinct word analysed once for the whole batch (the same terms: TermCache).
+    let mut cache = TermCache::default();
     Ok(documents
         .iter()
         .map(|d| {
@@ -97,7 +99,7 @@ pub fn prepare_documents(
                 .into_iter()
                 .map(|chunk| {
                     let text = embedding_text(&chunk);
-                    let mut all = analyzer.terms(&text);
+                    let mut all = analyzer.terms_cached(&text, &mut cache);
                     let length = u32::try_from(all.len()).unwrap_or(u32::MAX);
                     all.sort_unstable();
                     let mut terms: Vec<String> = Vec::new();
