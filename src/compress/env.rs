@@ -317,17 +317,7 @@ impl<'a, 'v> Env<'a, 'v> {
                 return c;
             }
         }
-        let asked = self.asked[m].get_or_init(|| {
-            let mut asked = Asked::default();
-            for u in self.units.of_msg[m].clone() {
-                let unit = self.units.all[u];
-                asked.keys.push(self.terms.memo.keys(unit.text));
-                if unit.kind == super::parse::UnitKind::ToolOutput {
-                    asked.values.push(self.output_values(unit.text));
-                }
-            }
-            asked
-        });
+        let asked = self.asked[m].get_or_init(|| self.asked_of(m));
         let keys = asked
             .keys
             .iter()
@@ -358,6 +348,35 @@ impl<'a, 'v> Env<'a, 'v> {
         }
         of_known[m] = c;
         c
+    }
+
+    /// What message `m`'s budget-fill summaries ask of a known set (`fate::fill_fate`): a
+    /// prose unit's key tokens (the unit's sentences are scored first, as its summary will
+    /// score them, so that one walk gives the keys too: `Env::prepared`), a JSON output's key
+    /// tokens and values, a plain output's values; nothing of the units a budget-fill summary
+    /// keeps (short, already a marker, a preserve pattern, a structured output) or splits
+    /// around their code fences.
+    fn asked_of(&self, m: usize) -> Asked {
+        let mut asked = Asked::default();
+        for u in self.units.of_msg[m].clone() {
+            let unit = self.units.all[u];
+            let info = self.classes.info(u, self.parsed, self.units, self.options);
+            if info.short || info.marker || info.pattern || info.fence.is_some() {
+                continue;
+            }
+            if unit.kind == super::parse::UnitKind::ToolOutput {
+                if info.json.is_some() {
+                    asked.keys.push(self.terms.memo.keys(unit.text));
+                } else if info.structured {
+                    continue;
+                }
+                asked.values.push(self.output_values(unit.text));
+            } else {
+                self.prepared(u, info.user);
+                asked.keys.push(self.terms.memo.keys(unit.text));
+            }
+        }
+        asked
     }
 
     /// What a fold of `range` lists and the folded characters ([`fold::candidates`]), computed
