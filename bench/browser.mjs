@@ -2,10 +2,10 @@
 // Chromium driven by playwright-core from tests/e2e (scripts/setup installs both):
 //
 //   1. time to first result: the demo page loaded cold (fresh browser context) with
-//      ?search=<question>: navigation start → package ready (wasm fetched, compiled,
-//      instantiated) → docs fetched and indexed → first query result shown (lexical embedder);
-//      and with MiniLM (&embedder=minilm&docs=notes): engine + model fetched and compiled, the
-//      10 notes embedded and indexed, first result;
+//      ?search=<question>&embedder=lexical: navigation start → package ready (wasm fetched,
+//      compiled, instantiated) → docs fetched and indexed → first query result shown (lexical
+//      embedder); and with MiniLM (the page's default; &docs=notes): engine + model fetched and
+//      compiled, the 10 notes embedded and indexed, first result;
 //   2. bundle size as loaded by that page: every response, raw and gzip -9;
 //   3. memory of a 10k-chunk index: wasm linear memory (memory.buffer.byteLength), JS heap
 //      (performance.memory, precise) and performance.measureUserAgentSpecificMemory (the page is
@@ -48,7 +48,7 @@ for (let r = 0; r < runs; r++) {
   const page = await context.newPage();
   const responses = [];
   page.on('response', (res) => responses.push(res));
-  await page.goto(`${server.url}/www/?search=${encodeURIComponent(question)}`);
+  await page.goto(`${server.url}/www/?search=${encodeURIComponent(question)}&embedder=lexical`);
   await page.waitForFunction(() => performance.getEntriesByName('condense:first-result').length > 0, null, { timeout: 60_000 });
   const t = await page.evaluate(() => ({
     module: performance.getEntriesByName('condense:module-ready')[0].startTime,
@@ -72,7 +72,7 @@ const minilmRuns = [];
 for (let r = 0; r < runs; r++) {
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto(`${server.url}/www/?search=${encodeURIComponent('my laptop is overheating')}&docs=notes&embedder=minilm`);
+  await page.goto(`${server.url}/www/?search=${encodeURIComponent('my laptop is overheating')}&docs=notes`);
   await page.waitForFunction(() => performance.getEntriesByName('condense:first-result').length > 0, null, { timeout: 300_000 });
   minilmRuns.push(await page.evaluate(() => ({
     module: performance.getEntriesByName('condense:module-ready')[0].startTime,

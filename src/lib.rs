@@ -87,8 +87,13 @@ pub mod retrieve;
 pub mod text;
 pub mod watermark;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "engine-module")))]
 mod wasm;
+// The engine module (embed-wasm/, feature `engine-module`) has its own exports: of the core
+// module's wasm boundary it keeps only the heap (the same allocator in both modules).
+#[cfg(all(target_arch = "wasm32", feature = "engine-module"))]
+#[path = "wasm/heap.rs"]
+mod heap;
 
 pub use error::{Error, ErrorKind};
 

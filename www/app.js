@@ -6,9 +6,10 @@ import {
   lexicalEmbedder, loadEmbedder,
 } from '../pkg/browser.js';
 
-// The embedder of the search index: lexical (instant, the default) or MiniLM, loaded on demand
-// by the "embedder" choice with loadEmbedder() (the engine's wasm and the model files are
-// fetched from pkg/, with progress).
+// The embedder of the search index: MiniLM by default, loaded when the page opens with
+// loadEmbedder() (the engine's wasm and the model files fetched from pkg/, with progress), or
+// lexical (instant, no download) by the "embedder" choice or ?embedder=lexical. The lexical
+// embedder serves until MiniLM is loaded, and stays when MiniLM cannot load (a note says why).
 let embedder = lexicalEmbedder();
 performance.mark('condense:module-ready'); // the package (wasm included) is loaded: bench/browser.mjs
 
@@ -236,7 +237,15 @@ const mb = (n) => `${(n / 1048576).toFixed(1)} MB`;
 
 /** Switches the embedder; MiniLM is loaded once (engine + model + tokenizer, with progress). */
 let minilm = null;
-async function chooseEmbedder(kind) {
+/** The embedder choice under way (buildIndex waits for it). */
+let choosing = Promise.resolve();
+/** Whether the MiniLM load under way has failed (its other downloads' progress is then ignored). */
+let failed = false;
+function chooseEmbedder(kind) {
+  choosing = switchEmbedder(kind);
+  return choosing;
+}
+async function switchEmbedder(kind) {
   const bar = $('model-progress');
   $('embedder-choice').disabled = true;
   $('build-index').disabled = true;
@@ -247,8 +256,12 @@ async function chooseEmbedder(kind) {
         const t = performance.now();
         bar.hidden = false;
         bar.value = 0;
+        // A failed file ends the load while the others may still report progress: they must
+        // not overwrite the fallback note.
+        failed = false;
         minilm = await loadEmbedder({
           onProgress: (p) => {
+            if (failed) return;
             // Downloading the three files (engine, model, tokenizer) fills 90% of the bar, by
             // bytes once every file has told its size; compiling the model the last tenth.
             if (p.phase === 'download') {
@@ -266,6 +279,7 @@ async function chooseEmbedder(kind) {
             }
           },
         });
+        delete document.body.dataset.fallback;
         const info = minilm.loadInfo();
         $('model-status').textContent = `MiniLM loaded in ${((performance.now() - t) / 1000).toFixed(1)} s (model compiled in ${(info.loadMs / 1000).toFixed(1)} s)`;
         bar.hidden = true;
@@ -277,18 +291,27 @@ async function chooseEmbedder(kind) {
     }
     showEmbedder();
     // An index belongs to its embedder: build it again with the new one.
-    if (index) await buildIndex();
+    if (index) await build();
   } catch (e) {
+    // The fallback: the lexical embedder stays, and the note says why MiniLM is not used.
+    failed = true;
     bar.hidden = true;
     $('embedder-choice').value = embedder.identity().kind;
-    $('model-status').innerHTML = `<span class="bad">${esc(errorText(e))}</span>`;
+    $('model-status').innerHTML = `<span class="bad" id="fallback-note">MiniLM could not load (${esc(errorText(e))}): using the lexical embedder.</span>`;
+    document.body.dataset.fallback = 'lexical';
   } finally {
     $('embedder-choice').disabled = false;
     $('build-index').disabled = false;
   }
 }
 
+/** Builds the index once the embedder choice under way is settled. */
 async function buildIndex() {
+  await choosing;
+  await build();
+}
+
+async function build() {
   $('build-index').disabled = true;
   $('run-query').disabled = true;
   $('index-progress').value = 0;
@@ -353,7 +376,7 @@ $('question').onkeydown = (e) => { if (e.key === 'Enter' && !$('run-query').disa
 
 // Links that run a demo on load (screenshots, bench/browser.mjs):
 //   ?compress=chat|coding-chat|tool-session-openai   ?watermark=agent   ?search=<question>
-//   with ?search: &docs=notes (the notes set) and &embedder=minilm (load MiniLM first)
+//   with ?search: &docs=notes (the notes set); ?embedder=lexical: no MiniLM (loaded by default)
 // (?sample=agent|chat&run=watermark|compress, the older form, still works.)
 const params = new URLSearchParams(location.search);
 if (params.get('sample')) params.set(params.get('run') === 'compress' ? 'compress' : 'watermark', params.get('sample'));
@@ -365,13 +388,13 @@ if (params.get('watermark')) {
   $('w-input').value = await sample('agent-session');
   runWatermark();
 }
+// The default embedder, MiniLM, loads now (the page stays usable meanwhile).
+const firstKind = params.get('embedder') === 'lexical' ? 'lexical' : 'minilm';
+$('embedder-choice').value = firstKind;
+chooseEmbedder(firstKind);
 if (params.get('search')) {
   $('question').value = params.get('search');
   if (params.get('docs') === 'notes') $('doc-set').value = 'notes';
-  if (params.get('embedder') === 'minilm') {
-    $('embedder-choice').value = 'minilm';
-    await chooseEmbedder('minilm');
-  }
   await buildIndex();
   runQuery();
   performance.mark('condense:first-result');

@@ -37,10 +37,13 @@
 //! ```
 
 mod anthropic;
+// Used by src/wasm only, which the engine module (feature `engine-module`) leaves out.
+#[cfg_attr(feature = "engine-module", allow(dead_code))]
 pub(crate) mod layout;
 mod openai;
 mod options;
 mod plan;
+#[cfg_attr(feature = "engine-module", allow(dead_code))]
 pub(crate) mod utf16;
 
 pub use options::{WatermarkOptions, WatermarkState, DEFAULT_CHECKPOINT_TOOLS};

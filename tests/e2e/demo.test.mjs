@@ -18,6 +18,14 @@ before(async () => {
   browser = await launch();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   errors = watchErrors(page);
+  // Every value the model's progress bar takes while the default embedder, MiniLM, loads.
+  await page.addInitScript(() => {
+    window.modelProgress = [];
+    addEventListener('DOMContentLoaded', () => {
+      const bar = document.getElementById('model-progress');
+      new MutationObserver(() => window.modelProgress.push([bar.hidden, bar.value])).observe(bar, { attributes: true });
+    });
+  });
   await page.goto(`${server.url}/www/`);
   await page.waitForFunction(() => window.condenseReady === true, null, { timeout: 30_000 });
 });
@@ -33,11 +41,48 @@ const cardValue = async (section, label) => {
   return (await card.locator('b').innerText()).trim();
 };
 
-test('the page loads the package (version in the header, lexical embedder)', async () => {
+test('the page loads the package (version in the header) and MiniLM, the default embedder, with a progress bar', async () => {
   assert.match(await text('#tagline'), /condense \d+\.\d+\.\d+/);
-  assert.match(await text('#embedder-name'), /^lexical \(384 dims\)$/);
-  assert.equal(await page.inputValue('#embedder-choice'), 'lexical');
+  assert.equal(await page.inputValue('#embedder-choice'), 'minilm');
+  await page.waitForFunction(() => document.body.dataset.embedder === 'minilm', null, { timeout: 240_000 });
+  assert.match(await text('#embedder-name'), /^minilm \(384 dims\)$/);
+  assert.match(await text('#model-status'), /^MiniLM loaded in [\d.]+ s \(model compiled in [\d.]+ s\)$/);
+  assert.equal(await page.locator('#fallback-note').count(), 0);
+  assert.equal(await page.evaluate(() => document.body.dataset.fallback), undefined);
+  const seen = await page.evaluate(() => window.modelProgress);
+  const values = seen.filter(([hidden]) => !hidden).map(([, v]) => v);
+  assert.ok(values.some((v) => v > 0 && v < 1), `no intermediate progress: ${JSON.stringify(seen)}`);
+  assert.ok(values.includes(1), `the bar never reached 1: ${JSON.stringify(seen)}`);
+  assert.equal(await page.locator('#model-progress').isHidden(), true);
   assert.deepEqual(errors, []);
+});
+
+test('MiniLM that cannot load: the lexical embedder stands in, with a visible note saying why', async () => {
+  // A fresh page whose model file request fails (the engine and tokenizer load).
+  const context = await browser.newContext();
+  const other = await context.newPage();
+  // The failed model request is logged by Chromium (a 404): the only error expected.
+  const otherErrors = watchErrors(other, { ignore: [/status of 404/] });
+  await other.route('**/pkg/models/model.onnx', (route) => route.fulfill({ status: 404, body: 'not here' }));
+  await other.goto(`${server.url}/www/`);
+  await other.waitForFunction(() => window.condenseReady === true, null, { timeout: 30_000 });
+  await other.waitForFunction(() => document.body.dataset.fallback === 'lexical', null, { timeout: 120_000 });
+  const note = other.locator('#fallback-note');
+  assert.equal(await note.isVisible(), true);
+  assert.match(await note.innerText(), /^MiniLM could not load \(.*model\.onnx.*\): using the lexical embedder\.$/);
+  assert.match(await other.locator('#embedder-name').innerText(), /^lexical \(384 dims\)$/);
+  assert.equal(await other.inputValue('#embedder-choice'), 'lexical');
+  assert.equal(await other.locator('#model-progress').isHidden(), true);
+  // The page works on the fallback: the docs indexed and searched lexically.
+  await other.click('#build-index');
+  await other.waitForFunction(() => /chunks in \d+ ms \(lexical\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 60_000 });
+  await other.fill('#question', 'how is the token budget met?');
+  await other.click('#run-query');
+  await other.locator('#search-result').waitFor({ state: 'visible' });
+  assert.match(await other.locator('#search-text').innerText(), /^\[1\] /);
+  await other.locator('#search').screenshot({ path: join(ARTIFACTS, 'demo-fallback.png') });
+  assert.deepEqual(otherErrors, []);
+  await context.close();
 });
 
 test('compress: a loaded chat, before → after, what was kept verbatim, exact round trip', async () => {
@@ -109,9 +154,9 @@ test('compress: bad input shows the error code and path, not a crash', async () 
   assert.deepEqual(errors, []);
 });
 
-test('Index / query: the docs indexed with a progress bar, compact results and per-stage stats', async () => {
+test('Index / query: the docs indexed (MiniLM) with a progress bar, compact results and per-stage stats', async () => {
   await page.click('#build-index');
-  await page.waitForFunction(() => /chunks in \d+ ms/.test(document.getElementById('index-status').textContent), null, { timeout: 30_000 });
+  await page.waitForFunction(() => /chunks in \d+ ms \(minilm\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 240_000 });
   assert.equal(await page.locator('#index-progress').evaluate((p) => p.value), 1);
   const [, docs, chunks] = /(\d+) documents, (\d+) chunks/.exec(await text('#index-status'));
   assert.equal(Number(docs), 4);
@@ -145,48 +190,36 @@ test('Index / query: the docs indexed with a progress bar, compact results and p
 // embedder and BM25 have nothing to match; MiniLM does.
 const SEMANTIC = { question: 'my laptop is overheating', title: 'Cooling a notebook computer' };
 
-test('Use MiniLM: loaded with a progress bar, the index rebuilt; a question with no word in common finds its note, lexically it does not', async () => {
+test('MiniLM (the default): a question with no word in common finds its note; lexically it does not; switching is instant both ways', async () => {
   const note = JSON.parse(readFileSync(join(ROOT, 'www', 'samples', 'notes.json'), 'utf8')).find((d) => d.path === SEMANTIC.title);
   const words = (t) => new Set(t.toLowerCase().match(/[a-z']+/g));
   const shared = [...words(SEMANTIC.question)].filter((w) => words(`${note.path} ${note.text}`).has(w));
   assert.deepEqual(shared, [], 'the question must share no word with its note');
 
-  // Lexical first, on the notes.
+  // MiniLM (loaded when the page opened), on the notes.
   await page.selectOption('#doc-set', 'notes');
-  await page.waitForFunction(() => /^10 documents, \d+ chunks in \d+ ms \(lexical\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 30_000 });
+  await page.waitForFunction(() => /^10 documents, \d+ chunks in \d+ ms \(minilm\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 120_000 });
   await page.fill('#question', SEMANTIC.question);
   await page.fill('#query-options', '{"topN": 3}');
-  await page.click('#run-query');
-  await page.locator('#search-result').waitFor({ state: 'visible' });
-  const lexical = await text('#search-text');
-  assert.doesNotMatch(lexical.split('\n')[0], new RegExp(SEMANTIC.title), `lexical found it: ${lexical}`);
-
-  // Every value the progress bar takes while MiniLM loads.
-  await page.evaluate(() => {
-    window.modelProgress = [];
-    const bar = document.getElementById('model-progress');
-    new MutationObserver(() => window.modelProgress.push([bar.hidden, bar.value])).observe(bar, { attributes: true });
-  });
-  await page.selectOption('#embedder-choice', 'minilm');
-  await page.waitForFunction(() => /\(minilm\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 240_000 });
-  assert.match(await text('#embedder-name'), /^minilm \(384 dims\)$/);
-  assert.match(await text('#model-status'), /^MiniLM loaded in [\d.]+ s \(model compiled in [\d.]+ s\)$/);
-  const seen = await page.evaluate(() => window.modelProgress);
-  const values = seen.filter(([hidden]) => !hidden).map(([, v]) => v);
-  assert.ok(values.some((v) => v > 0 && v < 1), `no intermediate progress: ${JSON.stringify(seen)}`);
-  assert.ok(values.includes(1), `the bar never reached 1: ${JSON.stringify(seen)}`);
-  assert.equal(await page.locator('#model-progress').isHidden(), true);
-
   await page.click('#run-query');
   await page.waitForFunction((t) => document.getElementById('search-text').textContent.split('\n')[0].includes(t), SEMANTIC.title, { timeout: 30_000 });
   const semantic = await text('#search-text');
   assert.match(semantic, new RegExp(`^\\[1\\] ${SEMANTIC.title} .*\\((0\\.\\d\\d|1\\.00)\\)`), semantic);
   await page.locator('#search').screenshot({ path: join(ARTIFACTS, 'demo-minilm.png') });
 
-  // Back to lexical: instant (MiniLM stays loaded for the next switch), the index rebuilt again.
+  // Lexical: instant, the index rebuilt; it does not find the note.
   await page.selectOption('#embedder-choice', 'lexical');
   await page.waitForFunction(() => /\(lexical\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 30_000 });
   assert.match(await text('#embedder-name'), /^lexical /);
+  await page.click('#run-query');
+  await page.waitForFunction((t) => !document.getElementById('search-text').textContent.split('\n')[0].includes(t), SEMANTIC.title, { timeout: 30_000 });
+  const lexical = await text('#search-text');
+  assert.doesNotMatch(lexical.split('\n')[0], new RegExp(SEMANTIC.title), `lexical found it: ${lexical}`);
+
+  // Back to MiniLM: already loaded (no second download), the index rebuilt again.
+  await page.selectOption('#embedder-choice', 'minilm');
+  await page.waitForFunction(() => /\(minilm\)$/.test(document.getElementById('index-status').textContent), null, { timeout: 120_000 });
+  assert.match(await text('#embedder-name'), /^minilm \(384 dims\)$/);
   assert.deepEqual(errors, []);
 });
 

@@ -2,11 +2,12 @@
 // unpacked, its popup (opened in a tab) indexes real web pages, answers a query with compressed
 // results and copies them to the clipboard; the index survives closing the popup. The service
 // worker runs condense itself (condense/manual.js: no top-level await) for the context menu and
-// its query service; the content script imports the package into a page; MiniLM can be chosen.
+// its query service; the content script imports the package into a page. MiniLM is the default
+// embedder; the lexical one can be chosen, and stands in (with a note) when MiniLM cannot load.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../../www/serve.mjs';
@@ -71,7 +72,8 @@ async function openPopup() {
   const popup = await ext.context.newPage();
   const errors = watchErrors(popup);
   await popup.goto(`chrome-extension://${ext.extensionId}/popup.html`);
-  await popup.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+  // The popup loads MiniLM (the default embedder) before it is ready.
+  await popup.waitForSelector('body[data-ready="true"]', { timeout: 120_000 });
   return { popup, errors };
 }
 
@@ -85,7 +87,7 @@ test('the extension loads: MV3 service worker, manifest version from Cargo.toml,
   assert.equal(await ext.worker.evaluate(() => chrome.runtime.getManifest().name), manifest.name);
   // The content script imports the package from the extension: web-accessible to http(s) pages.
   assert.deepEqual(manifest.web_accessible_resources, [{ resources: ['condense/*', 'extract.js'], matches: ['http://*/*', 'https://*/*'] }]);
-  // MiniLM ships in the extension (the embedder choice works offline).
+  // MiniLM ships in the extension (the default embedder, offline).
   for (const f of ['condense/manual.js', 'condense/condense_embed_bg.wasm', 'condense/models/model.onnx', 'condense/models/tokenizer.json']) {
     assert.ok(existsSync(join(extDir, f)), `${f} is missing`);
   }
@@ -96,8 +98,12 @@ test('service worker: condense runs in it (manual entry, no top-level await); a 
   const r = await ext.worker.evaluate(() => self.condenseQuery('no page stored yet'));
   assert.equal(r.computedIn, 'service-worker');
   assert.match(r.version, /^\d+\.\d+\.\d+/);
-  assert.equal(r.embedder, 'lexical');
+  assert.equal(r.embedder, 'minilm');
+  assert.equal(r.note, null);
   assert.deepEqual(r.results, []);
+  // The worker's engine module holds the model: its wasm memory (bench/embed_footprint_chromium.mjs).
+  const bytes = await ext.worker.evaluate(() => self.condenseEngineMemory());
+  assert.ok(bytes > 20 * 2 ** 20, `engine memory ${bytes}`);
   assert.equal(r.stats.candidates, 0);
 });
 
@@ -107,7 +113,7 @@ test('popup: choose two open pages, index them, query, compressed results, copy 
     await tab.goto(`${site.url}/${name}.html`);
   }
   const { popup, errors } = await openPopup();
-  assert.match(await popup.locator('#summary').innerText(), /^0 pages, 0 chunks · condense \d+\.\d+\.\d+ · lexical$/);
+  assert.match(await popup.locator('#summary').innerText(), /^0 pages, 0 chunks · condense \d+\.\d+\.\d+ · minilm$/);
   assert.equal(await popup.locator('#question').isDisabled(), true);
 
   await popup.click('#choose');
@@ -115,7 +121,7 @@ test('popup: choose two open pages, index them, query, compressed results, copy 
   const boxes = popup.locator('#tabs label');
   assert.deepEqual((await boxes.allInnerTexts()).map((s) => s.trim()).sort(), Object.values(pages).sort());
   await popup.click('#add-selected');
-  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 20_000 });
+  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 240_000 });
   assert.match(await popup.locator('#status').innerText(), /^added “condense (README|architecture)”, “condense (README|architecture)” · \d+ chunks$/);
   const chunks = Number(/(\d+) chunks/.exec(await popup.locator('#summary').innerText())[1]);
   assert.ok(chunks > 20, `${chunks} chunks`);
@@ -161,7 +167,7 @@ test('popup: the index is restored from storage when the popup opens again; a pa
   assert.equal(await popup.evaluate(() => document.body.dataset.index), 'restored');
   const saved = await popup.evaluate(async () => (await chrome.storage.local.get('index')).index);
   assert.equal(saved.ids.length, 2);
-  assert.equal(saved.embedder.kind, 'lexical');
+  assert.equal(saved.embedder.kind, 'minilm');
   await popup.fill('#question', 'applyWatermark checkpoint tools');
   await popup.click('#search');
   await popup.locator('#answer').waitFor({ state: 'visible' });
@@ -183,7 +189,7 @@ test('popup: "Add this page" reads the last web page the user was on', async () 
   await tab.bringToFront();
   const { popup, errors } = await openPopup();
   await popup.click('#add-current');
-  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 20_000 });
+  await popup.waitForFunction(() => document.getElementById('page-count').textContent === '2', null, { timeout: 240_000 });
   assert.match(await popup.locator('#status').innerText(), /^added “condense architecture” · \d+ chunks$/);
   assert.deepEqual(errors, []);
   await popup.close();
@@ -204,7 +210,8 @@ test('context menu path: the service worker reads, stores and indexes a page; th
   await first.close();
   const added = await ext.worker.evaluate((id) => self.condenseAddTab(id), tabId);
   assert.equal(added.url, url);
-  assert.equal(added.embedder, 'lexical');
+  assert.equal(added.embedder, 'minilm');
+  assert.equal(added.note, null);
   assert.ok(added.chunks > chunksBefore, `the worker's index has ${added.chunks} chunks, ${chunksBefore} before`);
   // Indexed in the worker: the saved index has the page before any popup opens.
   const saved = await ext.worker.evaluate(async () => (await chrome.storage.local.get('index')).index.ids);
@@ -268,9 +275,9 @@ test('content script: "Ask your pages" imports the package into the page, search
   await tab.close();
 });
 
-test('MiniLM: chosen in the popup, loaded with progress, the index rebuilt; the worker queries with it too', async () => {
-  // The ten how-to notes stored as pages (the lexical index of the earlier tests dropped): a
-  // question with no word in common with its note, which only MiniLM finds.
+test('MiniLM (the default) finds a note with no word in common; the lexical embedder chosen in the popup does not; back to MiniLM with progress; the worker follows', async () => {
+  // The ten how-to notes stored as pages (the index of the earlier tests dropped): a question
+  // with no word in common with its note, which only MiniLM finds.
   const notes = JSON.parse(readFileSync(join(ROOT, 'www', 'samples', 'notes.json'), 'utf8'));
   const docs = Object.fromEntries(notes.map((n, k) => {
     const url = `${site.url}/notes/${n.id}.html`;
@@ -284,12 +291,27 @@ test('MiniLM: chosen in the popup, loaded with progress, the index rebuilt; the 
   const answer = 'Cooling a notebook computer';
 
   const { popup, errors } = await openPopup();
-  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · lexical$/);
+  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · minilm$/);
   await popup.fill('#question', question);
   await popup.press('#question', 'Enter');
-  await popup.locator('#answer').waitFor({ state: 'visible' });
+  await popup.waitForFunction((a) => document.getElementById('results').textContent.startsWith(`[1] ${a}`), answer, { timeout: 30_000 });
+  assert.match(await popup.locator('#results').innerText(), new RegExp(`^\\[1\\] ${answer} \\((0\\.\\d\\d|1\\.00)\\)\\n`));
+  await popup.screenshot({ path: join(ARTIFACTS, 'extension-minilm.png') });
+  // The worker (default setting): MiniLM too, on the popup's saved index.
+  const r = await ext.worker.evaluate((q) => self.condenseQuery(q), question);
+  assert.equal(r.embedder, 'minilm');
+  assert.equal(r.results[0].docId, `${site.url}/notes/notebook-heat.html`);
+
+  // The lexical embedder: instant, the index rebuilt, the setting saved; it misses the note.
+  await popup.selectOption('#embedder', 'lexical');
+  await popup.waitForFunction(() => /with lexical/.test(document.getElementById('status').textContent), null, { timeout: 30_000 });
+  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · lexical$/);
+  assert.equal((await popup.evaluate(async () => (await chrome.storage.local.get('settings')))).settings.embedder, 'lexical');
+  await popup.press('#question', 'Enter');
+  await popup.waitForFunction((a) => !document.getElementById('results').textContent.startsWith(`[1] ${a}`), answer, { timeout: 30_000 });
   assert.doesNotMatch((await popup.locator('#results').innerText()).split('\n')[0], new RegExp(answer));
 
+  // Back to MiniLM: loaded again with the progress bar, the index rebuilt.
   await popup.evaluate(() => {
     window.progress = [];
     const bar = document.getElementById('progress');
@@ -300,23 +322,38 @@ test('MiniLM: chosen in the popup, loaded with progress, the index rebuilt; the 
   const seen = await popup.evaluate(() => window.progress);
   assert.ok(seen.some(([hidden, v]) => !hidden && v > 0 && v < 0.9), `no download progress: ${JSON.stringify(seen)}`);
   assert.ok(seen.some(([hidden, v]) => !hidden && v === 1), `the bar never reached 1: ${JSON.stringify(seen)}`);
-  assert.match(await popup.locator('#summary').innerText(), /^10 pages, 10 chunks · condense \S+ · minilm$/);
   const saved = await popup.evaluate(async () => (await chrome.storage.local.get(['index', 'settings'])));
   assert.equal(saved.index.embedder.kind, 'minilm');
   assert.equal(saved.settings.embedder, 'minilm');
-
-  await popup.press('#question', 'Enter');
-  await popup.waitForFunction((a) => document.getElementById('results').textContent.startsWith(`[1] ${a}`), answer, { timeout: 30_000 });
-  assert.match(await popup.locator('#results').innerText(), new RegExp(`^\\[1\\] ${answer} \\((0\\.\\d\\d|1\\.00)\\)\\n`));
-  await popup.screenshot({ path: join(ARTIFACTS, 'extension-minilm.png') });
-  // The worker follows the setting: it loads MiniLM itself and restores the popup's index.
-  const r = await ext.worker.evaluate((q) => self.condenseQuery(q), question);
-  assert.equal(r.embedder, 'minilm');
-  assert.equal(r.results[0].docId, `${site.url}/notes/notebook-heat.html`);
   assert.deepEqual(errors, []);
-
-  // Back to lexical (the setting other runs start from).
-  await popup.selectOption('#embedder', 'lexical');
-  await popup.waitForFunction(() => /with lexical/.test(document.getElementById('status').textContent), null, { timeout: 30_000 });
   await popup.close();
+});
+
+test('MiniLM that cannot load (its model file missing): the lexical embedder stands in, the popup and the worker say why', async () => {
+  // The same extension without its model file: the engine is there, so MiniLM stays the default.
+  const brokenDir = mkdtempSync(join(tmpdir(), 'condense-ext-broken-'));
+  cpSync(extDir, brokenDir, { recursive: true });
+  rmSync(join(brokenDir, 'condense', 'models', 'model.onnx'));
+  const broken = await launchWithExtension(brokenDir);
+  try {
+    const popup = await broken.context.newPage();
+    // Chromium logs the missing file's failed fetch: the only error expected.
+    const errors = watchErrors(popup, { ignore: [/ERR_FILE_NOT_FOUND|status of 404|Failed to load resource/] });
+    await popup.goto(`chrome-extension://${broken.extensionId}/popup.html`);
+    await popup.waitForSelector('body[data-ready="true"]', { timeout: 120_000 });
+    assert.equal(await popup.evaluate(() => document.body.dataset.fallback), 'lexical');
+    assert.match(await popup.locator('#status').innerText(), /^MiniLM could not load \(.+\): using the lexical embedder$/);
+    assert.equal(await popup.locator('#status').isVisible(), true);
+    assert.equal(await popup.inputValue('#embedder'), 'lexical');
+    assert.match(await popup.locator('#summary').innerText(), /^0 pages, 0 chunks · condense \S+ · lexical$/);
+    await popup.screenshot({ path: join(ARTIFACTS, 'extension-fallback.png') });
+    // The worker answers on the lexical embedder and carries the same note.
+    const r = await broken.worker.evaluate(() => self.condenseQuery('anything'));
+    assert.equal(r.embedder, 'lexical');
+    assert.match(r.note, /^MiniLM could not load \(.+\): using the lexical embedder$/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await broken.close();
+    rmSync(brokenDir, { recursive: true, force: true });
+  }
 });

@@ -6,12 +6,14 @@
 //   - the context-menu entry "Ask your pages about “…”" injects content.js into the tab, which
 //     searches the page itself (the package in the content script) and asks this worker;
 //   - a query service on chrome.runtime messages, `{to: 'condense', op: 'query', question,
-//     options?}` → `{ok, value: {text, results, stats, queryKind, embedder, version, computedIn}}`
+//     options?}` → `{ok, value: {text, results, stats, queryKind, embedder, note, version,
+//     computedIn}}` (`note`: why the lexical embedder stands in for MiniLM, or null)
 //     or `{ok: false, error: {code, path, message}}`, over the saved index of the stored pages.
 // The worker keeps no index between calls (it may be stopped any time): each call opens the saved
 // one (library.js), so the popup and the worker never hold diverging copies.
 import { init } from './condense/manual.js';
-import { embedderKind, getEmbedder } from './embedder.js';
+import * as engineGlue from './condense/condense_embed.js';
+import { embedderKind, embedderOrFallback } from './embedder.js';
 import { readablePage } from './extract.js';
 import { asDocument, openIndex, saveIndex } from './library.js';
 import * as store from './store.js';
@@ -21,13 +23,17 @@ chrome.runtime.onInstalled.addListener(() => {
   chrome.contextMenus.create({ id: 'condense-ask', title: 'Ask your pages about “%s”', contexts: ['selection'] });
 });
 
-/** The package and the chosen embedder (loaded once per kind while the worker lives). */
+/**
+ * The package and the chosen embedder (loaded once per kind while the worker lives); `note` says
+ * why the lexical embedder stands in when MiniLM cannot load (tried again at the next start).
+ */
 const embedders = {};
 async function engine() {
   const condense = await init();
   const kind = await embedderKind();
-  embedders[kind] ??= getEmbedder(condense, kind).catch((e) => { delete embedders[kind]; throw e; });
-  return { condense, embedder: await embedders[kind] };
+  embedders[kind] ??= embedderOrFallback(condense, kind).catch((e) => { delete embedders[kind]; throw e; });
+  const { embedder, note } = await embedders[kind];
+  return { condense, embedder, note };
 }
 
 /** One call at a time: every call reads and may write the saved index. */
@@ -43,7 +49,7 @@ async function addTab(tabId) {
   const [{ result }] = await chrome.scripting.executeScript({ target: { tabId }, func: readablePage });
   if (!result?.text) return null;
   return serial(async () => {
-    const { condense, embedder } = await engine();
+    const { condense, embedder, note } = await engine();
     // The index of the pages stored so far, then this page (re-read when it was there already).
     const { index } = await openIndex(condense, embedder, await store.docs());
     try {
@@ -53,7 +59,7 @@ async function addTab(tabId) {
       index.add([asDocument(doc)]);
       await saveIndex(index, docs, embedder);
       await chrome.action.setBadgeText({ tabId, text: '+' });
-      return { url: result.url, chunks: index.chunks, embedder: embedder.identity().kind };
+      return { url: result.url, chunks: index.chunks, embedder: embedder.identity().kind, note };
     } finally {
       index.free();
     }
@@ -64,7 +70,7 @@ async function addTab(tabId) {
 function ask(question, options) {
   if (typeof question !== 'string' || !question.trim()) throw new Error('expected a question');
   return serial(async () => {
-    const { condense, embedder } = await engine();
+    const { condense, embedder, note } = await engine();
     const { index } = await openIndex(condense, embedder, await store.docs());
     try {
       const out = condense.query(index, question, { topN: 5, format: 'compact', ...options });
@@ -74,6 +80,7 @@ function ask(question, options) {
         stats: out.stats,
         queryKind: out.queryKind,
         embedder: embedder.identity().kind,
+        note,
         version: condense.version(),
         computedIn: 'service-worker',
       };
@@ -92,10 +99,18 @@ async function askInTab(tabId, question) {
   return result;
 }
 
-// What the menu entries do, reachable by the end-to-end tests.
+// What the menu entries do, reachable by the end-to-end tests and bench/embed_footprint_chromium.mjs
+// (with the engine's wasm memory in bytes, null before MiniLM is loaded).
 self.condenseAddTab = addTab;
 self.condenseQuery = ask;
 self.condenseAskInTab = askInTab;
+self.condenseEngineMemory = () => {
+  try {
+    return engineGlue.Model.memoryBytes();
+  } catch {
+    return null;
+  }
+};
 
 chrome.contextMenus.onClicked.addListener((info, tab) => {
   if (!tab?.id) return;

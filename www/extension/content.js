@@ -40,7 +40,7 @@ if (!self.condenseAsk) {
     fill('here', `${here.returned} results · searched here, in the content script (condense ${here.version})`, here.text || '(nothing above minScore)');
     fill('saved', saved.error
       ? `error: ${saved.error}`
-      : `${saved.results.length} results · ${saved.embedder} · computed in the ${saved.computedIn.replace('-', ' ')}`,
+      : `${saved.results.length} results · ${saved.embedder}${saved.note ? ` (${saved.note})` : ''} · computed in the ${saved.computedIn.replace('-', ' ')}`,
     saved.error ? '' : saved.text || '(no saved page matches)');
     root.getElementById('close').onclick = () => host.remove();
     document.documentElement.append(host);

@@ -5,7 +5,7 @@
 // package's main browser entry (top-level await is allowed in pages); the service worker and the
 // content script use condense/manual.js (background.js, content.js).
 import * as condense from './condense/browser.js';
-import { embedderKind, getEmbedder, setEmbedderKind } from './embedder.js';
+import { embedderKind, embedderOrFallback, setEmbedderKind } from './embedder.js';
 import { readablePage } from './extract.js';
 import { indexPages, openIndex, saveIndex } from './library.js';
 import * as store from './store.js';
@@ -87,13 +87,21 @@ const downloaded = (files) => (files.length === 3 && files.every((f) => f.total)
   ? files.reduce((n, f) => n + f.loaded, 0) / files.reduce((n, f) => n + f.total, 0)
   : files.filter((f) => f.loaded > 0).length / 3);
 
-/** Loads the chosen embedder (MiniLM: engine and model files, with the progress bar: the last tenth is compiling). */
+/**
+ * Loads the chosen embedder (MiniLM: engine and model files, with the progress bar: the last
+ * tenth is compiling): `{embedder, note}`, the note saying why the lexical embedder stands in
+ * when MiniLM cannot load.
+ */
 async function loadChosenEmbedder(kind) {
-  if (kind === 'lexical') return getEmbedder(condense, kind);
+  if (kind === 'lexical') return embedderOrFallback(condense, kind);
   status('loading MiniLM…');
   const files = {};
   const t = performance.now();
-  const e = await withProgress((onFraction) => getEmbedder(condense, kind, (p) => {
+  // A failed file ends the load while the others may still report progress: once it has
+  // settled, progress must not overwrite the status (the fallback note).
+  let settled = false;
+  const loaded = await withProgress((onFraction) => embedderOrFallback(condense, kind, (p) => {
+    if (settled) return;
     if (p.phase === 'load') {
       status('compiling the model…');
       return onFraction(p.loaded === 0 ? 0.9 : 1);
@@ -101,8 +109,15 @@ async function loadChosenEmbedder(kind) {
     files[p.file] = p;
     onFraction(0.9 * downloaded(Object.values(files)));
   }));
-  status(`MiniLM loaded in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  return e;
+  settled = true;
+  if (loaded.note) {
+    status(loaded.note, true);
+    document.body.dataset.fallback = 'lexical';
+  } else {
+    status(`MiniLM loaded in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    delete document.body.dataset.fallback;
+  }
+  return loaded;
 }
 
 /** The embedder choice: saved as a setting; the index is rebuilt with the new embedder. */
@@ -110,8 +125,9 @@ async function switchEmbedder(kind) {
   $('embedder').disabled = true;
   try {
     const next = await loadChosenEmbedder(kind);
+    if (next.note) throw new Error(next.note);
     await setEmbedderKind(kind);
-    embedder = next;
+    embedder = next.embedder;
     await open();
     render();
     status(`index ${document.body.dataset.index} with ${kind} · ${num(index.chunks)} chunks`);
@@ -214,10 +230,16 @@ async function copy() {
 async function main() {
   const kind = await embedderKind();
   $('embedder').value = kind;
-  embedder = await loadChosenEmbedder(kind);
+  const loaded = await loadChosenEmbedder(kind);
+  embedder = loaded.embedder;
   docs = await store.docs();
   await open();
   render();
+  if (loaded.note) {
+    // The lexical embedder stands in: the choice shows it (the setting stays, MiniLM is tried again next time).
+    $('embedder').value = 'lexical';
+    status(loaded.note, true);
+  }
   $('embedder').onchange = () => switchEmbedder($('embedder').value);
   $('add-current').disabled = false;
   $('choose').disabled = false;
