@@ -171,16 +171,18 @@ const INT8: i32 = tensor_proto::DataType::Int8 as i32;
 const FLOAT: i32 = tensor_proto::DataType::Float as i32;
 
 /// A dequantised constant `Mul(Cast(q), s)` read by one node: the indices of the `Cast` and
-/// `Mul` nodes, and of the initialisers `q` (int8) and `s` (f32).
-#[derive(Clone, Copy)]
+/// `Mul` nodes, of the initialisers `q` (int8) and `s` (f32), and their dimensions.
 struct Dequant {
     cast: usize,
     mul: usize,
     q: usize,
     s: usize,
+    qdims: Vec<usize>,
+    sdims: Vec<usize>,
 }
 
-/// The [`Dequant`] that computes `value`, if it does and nothing else reads its parts.
+/// The [`Dequant`] that computes `value`, if it does, nothing else reads its parts and no
+/// dimension of theirs is negative.
 fn dequant(graph: &GraphProto, uses: &Uses, value: &str) -> Option<Dequant> {
     let mul = uses.only(graph, value, "Mul")?;
     let [a, b] = &graph.node[mul].input[..] else {
@@ -209,13 +211,23 @@ fn dequant(graph: &GraphProto, uses: &Uses, value: &str) -> Option<Dequant> {
         t.data_location != Some(tensor_proto::DataLocation::External as i32)
     };
     let (qt, st) = (&graph.initializer[q], &graph.initializer[s]);
-    (qt.data_type == INT8
+    if !(qt.data_type == INT8
         && st.data_type == FLOAT
         && plain(q)
         && plain(s)
         && uses.readers(q_name) == 1
         && uses.readers(scale) == 1)
-        .then_some(Dequant { cast, mul, q, s })
+    {
+        return None;
+    }
+    Some(Dequant {
+        cast,
+        mul,
+        q,
+        s,
+        qdims: dims(graph, q)?,
+        sdims: dims(graph, s)?,
+    })
 }
 
 /// The dimensions of an initialiser, if none is negative.
@@ -274,13 +286,10 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
         let Some(d) = dequant(graph, &uses, wname) else {
             continue;
         };
-        let (Some(qdims), Some(sdims)) = (dims(graph, d.q), dims(graph, d.s)) else {
+        let [k, n] = d.qdims[..] else {
             continue;
         };
-        let [k, n] = qdims[..] else {
-            continue;
-        };
-        let Some(at) = scale_index(&sdims, k, n) else {
+        let Some(at) = scale_index(&d.sdims, k, n) else {
             continue;
         };
         let (q, s) = (tensor(graph, d.q)?, tensor(graph, d.s)?);
@@ -413,15 +422,12 @@ pub(crate) fn gather_int8_tables(graph: &mut GraphProto) -> usize {
         let Some(d) = dequant(graph, &uses, table) else {
             continue;
         };
-        let (Some(qdims), Some(sdims)) = (dims(graph, d.q), dims(graph, d.s)) else {
-            continue;
-        };
-        let [rows, _] = qdims[..] else {
+        let [rows, _] = d.qdims[..] else {
             continue;
         };
         // One scale per row (`rows × 1`, gathered alongside), or one in all (`[]`, `[1]`).
-        let per_row = sdims == [rows, 1];
-        let single = sdims.iter().all(|&d| d == 1) && sdims.len() <= 1;
+        let per_row = d.sdims == [rows, 1];
+        let single = d.sdims.iter().all(|&x| x == 1) && d.sdims.len() <= 1;
         if !per_row && !single {
             continue;
         }
