@@ -27,8 +27,8 @@ fn close_enough(size: f64, budget: usize) -> bool {
 
 /// The largest `p` in `[lo, hi)` with `size(p) <= budget`, or the first measured one that
 /// fits within [`CLOSE`] of the budget, given that `lo` fits (its size is `at_lo`; when that is
-/// already close enough, nothing is measured) and that positions at or past `hi` count as not fitting (`hi` itself is never
-/// measured). `x` maps a position to what it stands for (increasing); `slope` is a first guess
+/// already close enough, nothing is measured) and that positions at or past `hi` count as not
+/// fitting (`hi` itself is never measured). `x` maps a position to what it stands for (increasing); `slope` is a first guess
 /// of the size's growth per unit of `x`, used until two measurements give a better one.
 /// `size` is called once per step, for a position strictly between the bracket's ends.
 pub(super) fn largest_fitting(
