@@ -42,9 +42,11 @@ mod wasm {
         /// Loads the model from the bytes of `model.onnx` and `tokenizer.json`; `options` is
         /// JSON text `{maxTokens?, batchSize?}` or undefined; `sha256` the model's digest if the
         /// caller has it (WebCrypto is far faster than hashing in wasm), else computed here.
+        /// The model's bytes are this module's copy, freed as soon as they are decoded: the
+        /// load's peak memory, which wasm keeps, does not hold them.
         #[wasm_bindgen(js_name = fromBytes)]
         pub fn from_bytes(
-            onnx: &[u8],
+            onnx: Vec<u8>,
             tokenizer: &[u8],
             options: Option<String>,
             sha256: Option<String>,
@@ -54,9 +56,8 @@ mod wasm {
                 None => EmbedOptions::default(),
                 Some(json) => EmbedOptions::from_json(&json).map_err(js_error)?,
             };
-            let inner =
-                Embedder::from_bytes_with_digest(onnx, tokenizer, options, sha256.as_deref())
-                    .map_err(js_error)?;
+            let inner = Embedder::from_vec_with_digest(onnx, tokenizer, options, sha256.as_deref())
+                .map_err(js_error)?;
             Ok(Model { inner })
         }
 
@@ -114,7 +115,7 @@ mod wasm {
         /// gives the live heap per stage). Run it on a fresh instance.
         #[wasm_bindgen(js_name = traceLoad)]
         pub fn trace_load(
-            onnx: &[u8],
+            onnx: Vec<u8>,
             tokenizer: &[u8],
             sha256: Option<String>,
         ) -> Result<String, JsValue> {
@@ -136,7 +137,7 @@ mod wasm {
             mark("input copied");
             let on_stage = mark.clone();
             let inner = condense::embed::trace_load(on_stage, || {
-                Embedder::from_bytes_with_digest(
+                Embedder::from_vec_with_digest(
                     onnx,
                     tokenizer,
                     EmbedOptions::default(),

@@ -560,24 +560,34 @@ export function wrap(glue, host) {
     return guard(() => {
       // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
       const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), digest);
-      // A trap in the engine's module replaces that instance as `guard` does the core's (every
-      // model loaded in it is then stale: invalid_state); the core reports the CondenseError.
-      const embedFlat = (texts) => {
-        try {
-          return m.embedFlat(texts);
-        } catch (e) {
-          if (e instanceof WebAssembly.RuntimeError) {
-            try { engine.__wbg_reset_state(); } catch { /* the next load instantiates it */ }
-            throw trapError(e);
-          }
-          throw convert(e);
-        }
-      };
-      const inner = glue.Embedder.external(JSON.parse(m.identity()), JSON.parse(m.loadInfo()), embedFlat);
-      modelCounters.set(inner, (text) => m.countTokens(text));
+      const embedder = modelEmbedder(engine, m);
       onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });
-      return new Embedder(inner);
+      return embedder;
     })();
+  }
+
+  /**
+   * The Embedder over a model loaded in the engine module. A function of its own, not a closure
+   * inside loadEmbedder(): V8 keeps a closure's whole enclosing scope alive, and that scope holds
+   * the model's and tokenizer's bytes (22 MB) that the engine has already copied.
+   */
+  function modelEmbedder(engine, m) {
+    // A trap in the engine's module replaces that instance as `guard` does the core's (every
+    // model loaded in it is then stale: invalid_state); the core reports the CondenseError.
+    const embedFlat = (texts) => {
+      try {
+        return m.embedFlat(texts);
+      } catch (e) {
+        if (e instanceof WebAssembly.RuntimeError) {
+          try { engine.__wbg_reset_state(); } catch { /* the next load instantiates it */ }
+          throw trapError(e);
+        }
+        throw convert(e);
+      }
+    };
+    const inner = glue.Embedder.external(JSON.parse(m.identity()), JSON.parse(m.loadInfo()), embedFlat);
+    modelCounters.set(inner, (text) => m.countTokens(text));
+    return new Embedder(inner);
   }
 
   /** An embedder over your own synchronous function (see index.d.ts). */

@@ -17,7 +17,10 @@ const host = {
     }
     let bytes;
     try {
-      bytes = new Uint8Array(await readFile(where));
+      // A plain Uint8Array view of the Buffer readFile returns (its own memory at this size):
+      // no 22 MB copy.
+      const read = await readFile(where);
+      bytes = new Uint8Array(read.buffer, read.byteOffset, read.byteLength);
     } catch (e) {
       throw modelError(path, `cannot read ${where}: ${e.code ?? e.message}${where === defaults[file] ? ' (the package was built without model files: pass modelPath/tokenizerPath, or bytes)' : ''}`);
     }

@@ -101,20 +101,35 @@ impl QuantWeights {
 
     /// Packs `q` (`k × n`, row-major), its column scales and a bias.
     pub(crate) fn pack(k: usize, n: usize, q: &[i8], scales: Vec<f32>, bias: Vec<f32>) -> Self {
+        let mut columns = vec![0i8; k * n];
+        if k > 0 && n > 0 && q.len() >= k * n {
+            transpose::transpose(&q[..k * n], &mut columns, n, k);
+        }
+        QuantWeights::pack_columns(k, n, &columns, scales, bias)
+    }
+
+    /// Packs the weights given column by column (`columns[j · k + i]` is row `i` of column
+    /// `j`, as [`QuantWeights::recover_columns`] gives them): each column's pairs go to its
+    /// panel in order, so the reads are contiguous (the load packs MiniLM's 10.6 M weights).
+    pub(crate) fn pack_columns(
+        k: usize,
+        n: usize,
+        columns: &[i8],
+        scales: Vec<f32>,
+        bias: Vec<f32>,
+    ) -> Self {
         let pairs = k.div_ceil(2);
         let panels = n.div_ceil(COLS);
         let mut packed = vec![weights(0, 0); panels * pairs * COLS];
-        // Rows by slices, not `q[i * n + j]` per weight: the same values, and no index
-        // arithmetic per weight (which overflow checks would pay for at every model load).
-        let rows: Vec<&[i8]> = q.chunks_exact(n.max(1)).take(k).collect();
-        for (b, panel) in packed.chunks_exact_mut(pairs * COLS).enumerate() {
-            for (p, slot) in panel.chunks_exact_mut(COLS).enumerate() {
-                let (top, bottom) = (rows.get(2 * p), rows.get(2 * p + 1));
-                let at =
-                    |row: Option<&&[i8]>, j: usize| row.and_then(|r| r.get(j)).map_or(0, |&v| v);
-                for (c, d) in slot.iter_mut().enumerate() {
-                    let j = b * COLS + c;
-                    *d = weights(at(top, j), at(bottom, j));
+        if pairs > 0 {
+            let panel_len = pairs * COLS;
+            for (j, column) in columns.chunks_exact(k).take(n).enumerate() {
+                let (b, c) = (j / COLS, j % COLS);
+                let panel = &mut packed[b * panel_len..(b + 1) * panel_len];
+                for (slot, two) in panel.chunks_exact_mut(COLS).zip(column.chunks(2)) {
+                    if let [lo, rest @ ..] = two {
+                        slot[c] = weights(*lo, rest.first().copied().unwrap_or(0));
+                    }
                 }
             }
         }
@@ -130,23 +145,24 @@ impl QuantWeights {
     /// Reads int8 integers and per-column scales back from f32 weights `w` (`k × n`,
     /// row-major), or `None` unless `f32(q) · s` equals every weight (so the integer product
     /// uses exactly the model's weights). Each column's scale is searched near `max|w| / 127`
-    /// (and `/ 128`), a few units in the last place either way.
+    /// (and `/ 128`), a few units in the last place either way. The integers come back
+    /// row-major.
     pub(crate) fn recover(w: &[f32], k: usize, n: usize) -> Option<(Vec<i8>, Vec<f32>)> {
         if k == 0 || n == 0 || k.checked_mul(n) != Some(w.len()) {
             return None;
         }
         let mut columns = vec![0f32; w.len()];
-        for (i, row) in w.chunks_exact(n).enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                columns[j * k + i] = v;
-            }
-        }
-        QuantWeights::recover_columns(&columns, k, n)
+        transpose::transpose(w, &mut columns, n, k);
+        let (ints, scales) = QuantWeights::recover_columns(&columns, k, n)?;
+        let mut q = vec![0i8; ints.len()];
+        transpose::transpose(&ints, &mut q, k, n);
+        Some((q, scales))
     }
 
     /// [`QuantWeights::recover`] of the weights given column by column (`columns[j · k + i]`
     /// is row `i` of column `j`): each column's search reads contiguous values (a load reads
-    /// MiniLM's 10.6 M weights several times each). The integers come back row-major.
+    /// MiniLM's 10.6 M weights several times each). The integers come back column by column
+    /// too, as [`QuantWeights::pack_columns`] reads them.
     pub(crate) fn recover_columns(
         columns: &[f32],
         k: usize,
@@ -157,17 +173,30 @@ impl QuantWeights {
         }
         let mut q = vec![0i8; columns.len()];
         let mut scales = vec![0f32; n];
-        for (j, column) in columns.chunks_exact(k).enumerate() {
-            let max = column
-                .iter()
-                .fold(0f32, |m, v| if v.abs() > m { v.abs() } else { m });
-            if !column.iter().all(|v| v.is_finite()) {
+        for ((column, ints), scale_j) in columns
+            .chunks_exact(k)
+            .zip(q.chunks_exact_mut(k))
+            .zip(scales.iter_mut())
+        {
+            // The largest magnitude and whether every value is finite, in one pass.
+            let (max, finite) = column.iter().fold((0f32, true), |(m, f), v| {
+                (if v.abs() > m { v.abs() } else { m }, f && v.is_finite())
+            });
+            if !finite {
                 return None;
             }
             if max == 0.0 {
                 continue;
             }
-            let fits = |s: f32| column.iter().all(|&v| as_int8(v, s).is_some());
+            // Whether every value is an int8 multiple of `s`; the integers land in the column's
+            // place in `q` (a later scale tried overwrites them).
+            let mut fits = |s: f32| {
+                let inv = 1.0 / s;
+                column
+                    .iter()
+                    .zip(ints.iter_mut())
+                    .all(|(&v, d)| as_int8(v, s, inv).map(|i| *d = i).is_some())
+            };
             let scale = [127f32, 128.0]
                 .iter()
                 .flat_map(|levels| {
@@ -183,10 +212,7 @@ impl QuantWeights {
                     near
                 })
                 .find(|&s| s > 0.0 && fits(s))?;
-            scales[j] = scale;
-            for (row, &v) in q.chunks_exact_mut(n).zip(column) {
-                row[j] = as_int8(v, scale)?;
-            }
+            *scale_j = scale;
         }
         Some((q, scales))
     }
@@ -240,9 +266,18 @@ impl QuantWeights {
     }
 }
 
-/// `v / s` as an int8 if it is one exactly: `f32(q) · s == v`.
-fn as_int8(v: f32, s: f32) -> Option<i8> {
-    let q = (v / s).round();
+/// `v / s` as an int8 if it is one exactly: `f32(q) · s == v`; `inv` is `1 / s`.
+///
+/// The quotient is `v · inv`, not a division: the accepted integer is the same. Only one
+/// integer `q` in −128..=127 can have `f32(q · s) == v` (the exact products of distinct `q`
+/// are `s` apart, far more than an ulp of `v`), and for that `q`, `v · inv` is within a few
+/// ulps of `q` (|q| ≤ 128: under 2⁻¹⁵ away), so it rounds to `q` as `v / s` does; where no
+/// integer is exact both are refused by the check. Rounded half to even (one wasm instruction,
+/// `f32.nearest`; `round()` is a libm call there), which a quotient near an integer does not
+/// notice.
+#[inline]
+fn as_int8(v: f32, s: f32, inv: f32) -> Option<i8> {
+    let q = (v * inv).round_ties_even();
     if !(-128.0..=127.0).contains(&q) || q * s != v {
         return None;
     }
@@ -405,4 +440,33 @@ pub(crate) fn random_product(
         })
         .collect();
     (q, scales, bias, x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_int8;
+    use proptest::prelude::*;
+
+    /// What `as_int8` replaced: the quotient by division, rounded half away from zero.
+    fn by_division(v: f32, s: f32) -> Option<i8> {
+        let q = (v / s).round();
+        ((-128.0..=127.0).contains(&q) && q * s == v).then_some(q as i8)
+    }
+
+    proptest! {
+        /// The reciprocal's quotient accepts exactly the integers division accepts: every exact
+        /// multiple `f32(q) · s` (and its neighbours a few ulps away, which neither accepts
+        /// unless exact), and arbitrary values.
+        #[test]
+        fn reciprocal_quotient_accepts_what_division_accepts(
+            q in -128i32..=127, s in 1e-12f32..1e6, ulps in -3i32..=3, any_v in any::<f32>(),
+        ) {
+            let exact = q as f32 * s;
+            let near = f32::from_bits((exact.to_bits() as i32).wrapping_add(ulps) as u32);
+            for v in [exact, near, any_v] {
+                prop_assert_eq!(as_int8(v, s, 1.0 / s), by_division(v, s), "v {} s {}", v, s);
+            }
+            prop_assert_eq!(as_int8(exact, s, 1.0 / s), Some(q as i8));
+        }
+    }
 }

@@ -440,7 +440,7 @@ pub(crate) fn prefer(model: &mut TypedModel) -> TractResult<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::Model;
+    use super::super::model::{Model, OnnxBytes};
     use std::path::PathBuf;
 
     fn onnx() -> Vec<u8> {
@@ -469,8 +469,10 @@ mod tests {
     #[test]
     fn preferred_kernels_give_the_same_bits() {
         let onnx = onnx();
-        let ours = Model::load_with(&onnx, 1, true, false).expect("model loads");
-        let tracts = Model::load_with(&onnx, 1, false, false).expect("model loads");
+        let ours =
+            Model::load_with(OnnxBytes::Borrowed(&onnx), 1, true, false).expect("model loads");
+        let tracts =
+            Model::load_with(OnnxBytes::Borrowed(&onnx), 1, false, false).expect("model loads");
         // The plans differ only by the kernel choice, so this is how many matmuls it changed.
         let changed = ours
             .repaired

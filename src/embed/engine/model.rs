@@ -114,9 +114,26 @@ fn tract_error(path: &str, what: &str, e: &TractError) -> Error {
     invalid(path, format!("{what}: {e:#}"))
 }
 
+/// The bytes of `model.onnx` as a load gets them: borrowed from the caller, or given by value,
+/// and then freed as soon as the protobuf is decoded (in wasm, whose memory never shrinks, that
+/// keeps them out of the load's peak: 22 MB for the default model).
+pub(crate) enum OnnxBytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl OnnxBytes<'_> {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            OnnxBytes::Borrowed(b) => b,
+            OnnxBytes::Owned(v) => v,
+        }
+    }
+}
+
 impl Model {
     /// Loads and optimises an ONNX encoder (see the module docs).
-    pub(crate) fn load(onnx: &[u8], threads: usize) -> Result<Model, Error> {
+    pub(crate) fn load(onnx: OnnxBytes<'_>, threads: usize) -> Result<Model, Error> {
         let quant = super::quant::ENABLED && super::quant::available();
         Model::load_with(onnx, threads, true, quant)
     }
@@ -125,7 +142,7 @@ impl Model {
     /// integer weight matmuls (tests compare them). A model with the integer matmuls also gets
     /// `super::same`'s operators (see `repair`).
     pub(crate) fn load_with(
-        onnx: &[u8],
+        onnx: OnnxBytes<'_>,
         threads: usize,
         kernels: bool,
         quant: bool,
@@ -142,8 +159,11 @@ impl Model {
         onnx_framework
             .op_register
             .insert(super::onnx::QUANT_MATMUL, super::onnx::quant_matmul);
-        let mut proto = <tract_onnx::pb::ModelProto as prost::Message>::decode(onnx)
+        let mut proto = <tract_onnx::pb::ModelProto as prost::Message>::decode(onnx.as_slice())
             .map_err(|e| invalid("model", format!("not an ONNX model: {e}")))?;
+        // The decoded protobuf holds copies of everything the graph needs: bytes given by value
+        // go now, before the load's peak.
+        drop(onnx);
         stage("protobuf decoded");
         // Before tract sees the graph: the int8 embedding table is gathered row by row and the
         // int8 weights are packed for the integer matmuls, each freed from the protobuf as it

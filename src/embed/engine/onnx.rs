@@ -248,21 +248,39 @@ fn tensor(graph: &GraphProto, i: usize) -> TractResult<Tensor> {
     )
 }
 
-/// Where scale `j` of a `k × n` matrix's element `(i, j)` is, for a scale of `dims` that
-/// broadcasts to `k × n` (one value, one per column, one per row, or one per element).
-fn scale_index(dims: &[usize], k: usize, n: usize) -> Option<impl Fn(usize, usize) -> usize> {
-    let lead = dims.len().checked_sub(2).map_or(&[][..], |l| &dims[..l]);
-    if lead.iter().any(|&d| d != 1) {
-        return None;
+/// Where the scales of a `k × n` matrix are, for a scale of `dims` that broadcasts to `k × n`
+/// (one value, one per column, one per row, or one per element).
+#[derive(Clone, Copy)]
+struct ScaleIndex {
+    /// Whether the scale varies down a column (one per row or per element).
+    by_row: bool,
+    /// Whether it varies along a row (one per column or per element).
+    by_column: bool,
+    cols: usize,
+}
+
+impl ScaleIndex {
+    fn of(dims: &[usize], k: usize, n: usize) -> Option<ScaleIndex> {
+        let lead = dims.len().checked_sub(2).map_or(&[][..], |l| &dims[..l]);
+        if lead.iter().any(|&d| d != 1) {
+            return None;
+        }
+        let (rows, cols) = match dims.len() {
+            0 => (1, 1),
+            1 => (1, dims[0]),
+            r => (dims[r - 2], dims[r - 1]),
+        };
+        ((rows == 1 || rows == k) && (cols == 1 || cols == n)).then_some(ScaleIndex {
+            by_row: rows != 1,
+            by_column: cols != 1,
+            cols,
+        })
     }
-    let (rows, cols) = match dims.len() {
-        0 => (1, 1),
-        1 => (1, dims[0]),
-        r => (dims[r - 2], dims[r - 1]),
-    };
-    ((rows == 1 || rows == k) && (cols == 1 || cols == n)).then_some(move |i: usize, j: usize| {
-        (if rows == 1 { 0 } else { i }) * cols + if cols == 1 { 0 } else { j }
-    })
+
+    /// The index of element `(i, j)`'s scale.
+    fn at(self, i: usize, j: usize) -> usize {
+        (if self.by_row { i } else { 0 }) * self.cols + if self.by_column { j } else { 0 }
+    }
 }
 
 /// Rewrites every `MatMul(x, Mul(Cast(q), s))` (+ bias `Add`) of `graph` whose weights are
@@ -275,6 +293,7 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
     let mut dead_initializers = Vec::new();
     // One f32 matrix at a time (column by column): the values the folded constant would hold.
     let mut w = Vec::new();
+    let mut columns = Vec::new();
     for m in 0..graph.node.len() {
         let node = &graph.node[m];
         if node.op_type != "MatMul" || !node.domain.is_empty() {
@@ -289,23 +308,34 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
         let [k, n] = d.qdims[..] else {
             continue;
         };
-        let Some(at) = scale_index(&d.sdims, k, n) else {
+        let Some(at) = ScaleIndex::of(&d.sdims, k, n) else {
             continue;
         };
         let (q, s) = (tensor(graph, d.q)?, tensor(graph, d.s)?);
         let (q, s) = (q.try_as_plain_ram()?, s.try_as_plain_ram()?);
         let (q, s) = (q.as_slice::<i8>()?, s.as_slice::<f32>()?);
-        if k.checked_mul(n) != Some(q.len()) {
+        if k == 0 || n == 0 || k.checked_mul(n) != Some(q.len()) {
             continue;
         }
-        // Column by column, as the search reads them.
+        // Column by column, as the search reads them: the integers transposed in cache-sized
+        // blocks first (reading a row-major matrix down its columns misses the cache at every
+        // weight).
+        columns.clear();
+        columns.resize(q.len(), 0);
+        transpose::transpose(q, &mut columns, n, k);
         w.clear();
-        for j in 0..n {
-            for i in 0..k {
-                let (Some(&v), Some(&scale)) = (q.get(i * n + j), s.get(at(i, j))) else {
-                    bail!("int8 weights of {}: index out of range", node.name);
-                };
-                w.push(f32::from(v) * scale);
+        let out_of_range =
+            || format_err!("int8 weights of {}: scale index out of range", node.name);
+        for (j, column) in columns.chunks_exact(k).enumerate() {
+            if at.by_row {
+                for (i, &v) in column.iter().enumerate() {
+                    let &scale = s.get(at.at(i, j)).ok_or_else(out_of_range)?;
+                    w.push(f32::from(v) * scale);
+                }
+            } else {
+                // One scale for the whole column: a loop the compiler vectorises.
+                let &scale = s.get(at.at(0, j)).ok_or_else(out_of_range)?;
+                w.extend(column.iter().map(|&v| f32::from(v) * scale));
             }
         }
         let Some((ints, scales)) = QuantWeights::recover_columns(&w, k, n) else {
@@ -333,7 +363,9 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
             }
         }
         let index = weights.len();
-        weights.push(Arc::new(QuantWeights::pack(k, n, &ints, scales, bias)));
+        weights.push(Arc::new(QuantWeights::pack_columns(
+            k, n, &ints, scales, bias,
+        )));
         let name = format!("{}.quant", graph.node[m].name);
         let x = x.clone();
         graph.node[m] = NodeProto {

@@ -418,14 +418,16 @@ mod tests {
     /// difference), natively with the portable kernel or AVX-512 VNNI alike.
     #[test]
     fn the_model_with_integer_matmuls_stays_with_the_f32_model() {
-        use super::super::model::Model;
+        use super::super::model::{Model, OnnxBytes};
         let dir = std::env::var_os("CONDENSE_MODEL_DIR")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
         let onnx = std::fs::read(dir.join("model.onnx"))
             .expect("models/model.onnx: run scripts/fetch-models");
-        let quant = Model::load_with(&onnx, 1, true, true).expect("model loads");
-        let f32s = Model::load_with(&onnx, 1, true, false).expect("model loads");
+        let quant =
+            Model::load_with(OnnxBytes::Borrowed(&onnx), 1, true, true).expect("model loads");
+        let f32s =
+            Model::load_with(OnnxBytes::Borrowed(&onnx), 1, true, false).expect("model loads");
         assert_eq!(quant.quantized, 36);
         assert_eq!(f32s.quantized, 0);
         // With the integer matmuls, `super::same`'s operators replace tract's per-platform ones.
