@@ -442,7 +442,8 @@ pub(crate) fn random_product(
     (q, scales, bias, x)
 }
 
-#[cfg(test)]
+// proptest is a native dev-dependency (the wasm test build has none).
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::as_int8;
     use proptest::prelude::*;
