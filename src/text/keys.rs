@@ -111,7 +111,35 @@ pub fn classify(token: &str) -> Option<KeyKind> {
     if plain_word(token) {
         return None;
     }
-    classify_rules(token)
+    if token.len() > MEMO_MAX_BYTES {
+        return classify_rules(token);
+    }
+    CLASSIFIED.with(|memo| {
+        if let Some(&kind) = memo.borrow().get(token) {
+            return kind;
+        }
+        let kind = classify_rules(token);
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(token.into(), kind);
+        kind
+    })
+}
+
+/// Tokens longer than this (in bytes) are not memoised: no rule takes over 160 characters.
+const MEMO_MAX_BYTES: usize = 160 * 4;
+/// The memo is emptied when it holds this many tokens (a few MB at most).
+const MEMO_ENTRIES: usize = 1 << 16;
+
+thread_local! {
+    /// [`classify_rules`]' answer for each token seen lately on this thread: the same tokens
+    /// come back again and again (a tool output's field values, ids repeated across turns, a
+    /// budget's plans reading the same messages), and each answer costs a regex set's search.
+    /// A pure function's answers, so nothing depends on what the memo holds.
+    static CLASSIFIED: std::cell::RefCell<crate::text::hash::FastMap<Box<str>, Option<KeyKind>>> =
+        std::cell::RefCell::default();
 }
 
 /// [`classify`] without the plain-word shortcut.
