@@ -21,7 +21,7 @@
 //! chunks of about 1 KiB and tokenizing stops once `max_tokens` pieces are produced, so a 1 MB text
 //! is as fast as a short one.
 
-use std::collections::HashMap;
+use crate::text::hash::FastMap;
 
 use serde::Deserialize;
 use unicode_categories::UnicodeCategories;
@@ -51,9 +51,9 @@ impl Default for TokenizerOptions {
 #[derive(Clone, Debug)]
 pub struct WordPiece {
     /// Whole vocabulary: word-initial pieces are looked up here.
-    vocab: HashMap<String, u32>,
+    vocab: FastMap<String, u32>,
     /// Continuation pieces (`##xyz`) keyed without their prefix, so lookups need no allocation.
-    continuations: HashMap<String, u32>,
+    continuations: FastMap<String, u32>,
     vocab_size: usize,
     unk_id: u32,
     cls_id: u32,
@@ -99,7 +99,7 @@ struct ModelSection {
     unk_token: Option<String>,
     continuing_subword_prefix: Option<String>,
     max_input_chars_per_word: Option<usize>,
-    vocab: Option<HashMap<String, u32>>,
+    vocab: Option<FastMap<String, u32>>,
 }
 
 #[derive(Deserialize)]
