@@ -268,16 +268,22 @@ impl QuantWeights {
 
 /// `v / s` as an int8 if it is one exactly: `f32(q) · s == v`; `inv` is `1 / s`.
 ///
-/// The quotient is `v · inv`, not a division: the accepted integer is the same. Only one
-/// integer `q` in −128..=127 can have `f32(q · s) == v` (the exact products of distinct `q`
-/// are `s` apart, far more than an ulp of `v`), and for that `q`, `v · inv` is within a few
-/// ulps of `q` (|q| ≤ 128: under 2⁻¹⁵ away), so it rounds to `q` as `v / s` does; where no
-/// integer is exact both are refused by the check. Rounded half to even (one wasm instruction,
-/// `f32.nearest`; `round()` is a libm call there), which a quotient near an integer does not
-/// notice.
+/// For a normal `s` (every real model's scale) the quotient is `v · inv`, not a division, and
+/// the accepted integer is the same: only one integer `q` in −128..=127 can have `f32(q · s) ==
+/// v` (the exact products of distinct `q` are `s` apart, far more than an ulp of `v`), and for
+/// that `q`, `v · inv` is within a few ulps of `q` (|q| ≤ 128: under 2⁻¹⁵ away), so it rounds to
+/// `q` as `v / s` does; where no integer is exact both are refused by the check. Rounded half
+/// to even (one wasm instruction, `f32.nearest`; `round()` is a libm call there), which a
+/// quotient that close to an integer does not notice. A subnormal `s` (or zero) takes the
+/// division rounded half away from zero, as before: there products of distinct `q` can round
+/// to the same value.
 #[inline]
 fn as_int8(v: f32, s: f32, inv: f32) -> Option<i8> {
-    let q = (v * inv).round_ties_even();
+    let q = if s.is_normal() {
+        (v * inv).round_ties_even()
+    } else {
+        (v / s).round()
+    };
     if !(-128.0..=127.0).contains(&q) || q * s != v {
         return None;
     }
@@ -455,19 +461,24 @@ mod tests {
     }
 
     proptest! {
-        /// The reciprocal's quotient accepts exactly the integers division accepts: every exact
-        /// multiple `f32(q) · s` (and its neighbours a few ulps away, which neither accepts
-        /// unless exact), and arbitrary values.
+        /// `as_int8` accepts exactly the integers division accepted: every exact multiple
+        /// `f32(q) · s` (and its neighbours a few ulps away, which neither accepts unless
+        /// exact), and arbitrary values; normal and subnormal scales.
         #[test]
         fn reciprocal_quotient_accepts_what_division_accepts(
-            q in -128i32..=127, s in 1e-12f32..1e6, ulps in -3i32..=3, any_v in any::<f32>(),
+            q in -128i32..=127,
+            s in prop_oneof![1e-12f32..1e6, (1u32..0x0080_0000).prop_map(f32::from_bits)],
+            ulps in -3i32..=3,
+            any_v in any::<f32>(),
         ) {
             let exact = q as f32 * s;
             let near = f32::from_bits((exact.to_bits() as i32).wrapping_add(ulps) as u32);
             for v in [exact, near, any_v] {
                 prop_assert_eq!(as_int8(v, s, 1.0 / s), by_division(v, s), "v {} s {}", v, s);
             }
-            prop_assert_eq!(as_int8(exact, s, 1.0 / s), Some(q as i8));
+            if s.is_normal() {
+                prop_assert_eq!(as_int8(exact, s, 1.0 / s), Some(q as i8));
+            }
         }
     }
 }
