@@ -99,7 +99,9 @@ impl QuantWeights {
             && out.len() == x.rows * self.n
     }
 
-    /// Packs `q` (`k × n`, row-major), its column scales and a bias.
+    /// Packs `q` (`k × n`, row-major), its column scales and a bias (the kernels' tests and
+    /// checks; a model load packs columns, [`QuantWeights::pack_columns`]).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn pack(k: usize, n: usize, q: &[i8], scales: Vec<f32>, bias: Vec<f32>) -> Self {
         let mut columns = vec![0i8; k * n];
         if k > 0 && n > 0 && q.len() >= k * n {
@@ -145,18 +147,15 @@ impl QuantWeights {
     /// Reads int8 integers and per-column scales back from f32 weights `w` (`k × n`,
     /// row-major), or `None` unless `f32(q) · s` equals every weight (so the integer product
     /// uses exactly the model's weights). Each column's scale is searched near `max|w| / 127`
-    /// (and `/ 128`), a few units in the last place either way. The integers come back
-    /// row-major.
+    /// (and `/ 128`), a few units in the last place either way. The integers come back column
+    /// by column, as [`QuantWeights::pack_columns`] reads them.
     pub(crate) fn recover(w: &[f32], k: usize, n: usize) -> Option<(Vec<i8>, Vec<f32>)> {
         if k == 0 || n == 0 || k.checked_mul(n) != Some(w.len()) {
             return None;
         }
         let mut columns = vec![0f32; w.len()];
         transpose::transpose(w, &mut columns, n, k);
-        let (ints, scales) = QuantWeights::recover_columns(&columns, k, n)?;
-        let mut q = vec![0i8; ints.len()];
-        transpose::transpose(&ints, &mut q, k, n);
-        Some((q, scales))
+        QuantWeights::recover_columns(&columns, k, n)
     }
 
     /// [`QuantWeights::recover`] of the weights given column by column (`columns[j · k + i]`

@@ -260,7 +260,7 @@ pub(crate) fn swap_in(model: &mut TypedModel) -> TractResult<usize> {
             }
         }
         let op = QuantMatMul {
-            weights: Arc::new(QuantWeights::pack(k, n, &q, scales, bias)),
+            weights: Arc::new(QuantWeights::pack_columns(k, n, &q, scales, bias)),
             contracted,
         };
         found.push((last, node.name.clone(), x, op));
@@ -367,8 +367,9 @@ mod tests {
             }
             let w: Vec<f32> = (0..k * n).map(|i| f32::from(q[i]) * scales[i % n]).collect();
             let (q2, s2) = QuantWeights::recover(&w, k, n).ok_or_else(|| TestCaseError::fail("not recovered"))?;
+            // The integers come back column by column: row i / n, column i % n.
             for i in 0..k * n {
-                prop_assert_eq!(f32::from(q2[i]) * s2[i % n], w[i]);
+                prop_assert_eq!(f32::from(q2[(i % n) * k + i / n]) * s2[i % n], w[i]);
             }
         }
     }
