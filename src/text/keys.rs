@@ -680,7 +680,14 @@ fn token_substrings(key: &str) -> impl Iterator<Item = &str> {
 /// list made again and again within different room (the budget's folded summary) then decides
 /// each key by looking at a few flags instead of splitting every appended key.
 pub fn token_holders<S: AsRef<str>>(keys: &[S]) -> Vec<Vec<u32>> {
-    let mut by_token: crate::text::hash::FastMap<&str, Vec<u32>> = Default::default();
+    // Only a substring that is itself one of the keys can be asked about: each distinct key
+    // gets a slot, and a key's substrings are looked up (not inserted) among them.
+    let mut slots: crate::text::hash::FastMap<&str, u32> = Default::default();
+    for key in keys {
+        let next = slots.len() as u32;
+        slots.entry(key.as_ref()).or_insert(next);
+    }
+    let mut by_slot: Vec<Vec<u32>> = vec![Vec::new(); slots.len()];
     let mut long: Vec<(u32, &str)> = Vec::new();
     for (j, key) in keys.iter().enumerate() {
         let (j, key) = (j as u32, key.as_ref());
@@ -689,9 +696,11 @@ pub fn token_holders<S: AsRef<str>>(keys: &[S]) -> Vec<Vec<u32>> {
             continue;
         }
         for t in token_substrings(key) {
-            let holders = by_token.entry(t).or_default();
-            if holders.last() != Some(&j) {
-                holders.push(j);
+            if let Some(&slot) = slots.get(t) {
+                let holders = &mut by_slot[slot as usize];
+                if holders.last() != Some(&j) {
+                    holders.push(j);
+                }
             }
         }
     }
@@ -699,9 +708,15 @@ pub fn token_holders<S: AsRef<str>>(keys: &[S]) -> Vec<Vec<u32>> {
         .enumerate()
         .map(|(i, key)| {
             let (i, key) = (i as u32, key.as_ref());
-            let mut holders: Vec<u32> = by_token
+            let mut holders: Vec<u32> = slots
                 .get(key)
-                .map(|h| h.iter().copied().take_while(|&j| j < i).collect())
+                .map(|&slot| {
+                    by_slot[slot as usize]
+                        .iter()
+                        .copied()
+                        .take_while(|&j| j < i)
+                        .collect()
+                })
                 .unwrap_or_default();
             holders.extend(
                 long.iter()
@@ -941,6 +956,24 @@ mod tests {
 
     #[cfg(not(target_arch = "wasm32"))]
     proptest! {
+        /// A key's holders are the earlier keys that contain it as a token, duplicates in the
+        /// list included.
+        #[test]
+        fn token_holders_are_the_earlier_containing_keys(
+            keys in proptest::collection::vec("[a-c0-9_. é-]{1,8}|[a-c0-9_. -]{45,60}", 0..16),
+        ) {
+            let holders = token_holders(&keys);
+            for (i, key) in keys.iter().enumerate() {
+                let mut got = holders[i].clone();
+                got.sort_unstable();
+                let want: Vec<u32> = (0..i)
+                    .filter(|&j| contains_token(&keys[j], key))
+                    .map(|j| j as u32)
+                    .collect();
+                prop_assert_eq!(got, want, "{:?} in {:?}", key, keys);
+            }
+        }
+
         /// AppendedTokens finds what contains_token finds in any of the appended keys.
         #[test]
         fn appended_tokens_agree_with_contains_token(
