@@ -6,11 +6,17 @@
 //!
 //! ```text
 //! cargo run --release --example retrieval_lab -- /work/shared/data/ir/cisi [--sentences] [--feedback]
+//!     [--adapt | --dense-feedback | --doc-vectors]
 //! ```
 //!
 //! `--feedback` runs only the library rows and the grid of the pseudo-relevance feedback's
 //! shares and term counts (`Feedback` rows; the shipped default is `Feedback { orig: 0.2,
 //! expanded: 0.1, terms: 10 }`).
+//!
+//! `--adapt`, `--dense-feedback` and `--doc-vectors` run only the library rows, the shipped
+//! default and the variants measured on top of it for issue 32's third round (per-query side
+//! weights, expansion-term choice and feedback-chunk weights: `Adapt`, `IdfTerms`, `ScoreFb`;
+//! a dense feedback list: `DenseFb`; document vectors on the dense side: `DocVec`).
 //!
 //! The `Library(..)` rows are the library's `fuse_lists` and reproduce `bench/ir.sh`'s hybrid
 //! rows (RRF and the default convex fusion); the other rows are the variants measured for
@@ -28,7 +34,9 @@ use condense::retrieve::analyze::{Analyzer, AnalyzerOptions};
 use condense::retrieve::bm25::{Bm25, Bm25Params};
 use condense::retrieve::chunk::{chunk_document, ChunkOptions};
 use condense::retrieve::feedback::expansion_terms;
-use condense::retrieve::fuse::{fuse_lists, fuse_with_feedback, Fusion};
+use condense::retrieve::fuse::{
+    convex_grouped, fuse_lists, fuse_with_feedback, Fusion, ScoredList,
+};
 use condense::retrieve::options::FusionMethod;
 use condense::retrieve::vector::dot;
 use condense::retrieve::Chunk;
@@ -225,6 +233,30 @@ enum Spec {
     Title { i: usize, alpha: Option<f32> },
     /// Dense score = mix · max(chunk, its best sentence) + (1 − mix) · chunk cosine.
     MaxSent { mix: f32, alpha: Option<f32> },
+    /// The default fusion with feedback (shares 0.2 / 0.1, 10 terms), each side's weight
+    /// multiplied per query by a signal `f` raised to `gamma` (`gamma` 0: the default):
+    /// 0 corroboration, `f_l` = share of BM25's top-10 documents in the dense top 100 and
+    /// `f_d` the other way round; 1 agreement, `f_l` = top-10 document overlap of the two
+    /// lists, `f_d` = 1; 2 sharpness, `f_l` = 1 − bm25₁₀ / bm25₁ and `f_d` = (cos₁ − cos₁₀)
+    /// / (cos₁ − cos₁₀₀); 3 lexical coverage, `f_l` = bm25₁ / ideal, `f_d` = 1; 4
+    /// disagreement, `f_l` = 1 − overlap (lexical up where the lists disagree); 5 sharpness of
+    /// the dense side alone (`f_l` = 1).
+    Adapt { signal: u8, gamma: f32 },
+    /// The default fusion with feedback whose expansion terms are chosen by p(t|F) · idf(t)^`gamma`
+    /// (0: the default relevance model), `weigh` also weighting them so.
+    IdfTerms { gamma: f32, weigh: bool },
+    /// The default fusion with feedback whose 10 feedback chunks weigh in the relevance model
+    /// by their first-fusion value relative to the best, raised to `power` (0: equal weights,
+    /// the default), as RM3 weighs feedback documents by their query likelihood.
+    ScoreFb { power: f32 },
+    /// The default fusion with feedback plus a fourth list, dense feedback: the cosines to the
+    /// normalised mean vector of the first fusion's top `m` chunks (plus the question's vector
+    /// times `q`), searched over all chunks, with share `w` taken from the dense list's.
+    DenseFb { w: f32, m: usize, q: f32 },
+    /// The default fusion with feedback, the dense score of a chunk mixed with its document's:
+    /// `(1 − beta) · cos(q, chunk) + beta · cos(q, normalised mean of the document's chunk
+    /// vectors)` (single-chunk documents unchanged).
+    DocVec { beta: f32 },
 }
 
 struct Lab<'a> {
@@ -234,6 +266,8 @@ struct Lab<'a> {
     qvecs: &'a [Vec<f32>],
     rrf: Fusion,
     titled: &'a [(usize, Bm25)],
+    /// Per document: the normalised mean of its chunks' vectors.
+    doc_vecs: &'a [Vec<f32>],
 }
 
 const DEPTH: usize = 1000;
@@ -293,6 +327,215 @@ impl Lab<'_> {
                     set.bm25.search_weighted(&expansion_terms(&fb, nt), DEPTH)
                 };
                 fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
+            }
+            Spec::Adapt { signal, gamma } => {
+                let docs = |l: &[(u32, f32)], k: usize| {
+                    let mut d: Vec<u32> = Vec::new();
+                    for &(s, _) in l {
+                        let x = set.doc_of[s as usize];
+                        if !d.contains(&x) {
+                            d.push(x);
+                        }
+                        if d.len() == k {
+                            break;
+                        }
+                    }
+                    d
+                };
+                let (l10, d10) = (docs(&lex, 10), docs(&dense, 10));
+                let (l100, d100) = (docs(&lex, 100), docs(&dense, 100));
+                let eps = 0.05f32;
+                let frac = |a: &[u32], b: &[u32]| {
+                    a.iter().filter(|x| b.contains(x)).count() as f32 / a.len().max(1) as f32
+                };
+                let at = |l: &[(u32, f32)], i: usize| l.get(i).or(l.last()).map_or(0.0, |h| h.1);
+                let sharp_l = if at(&lex, 0) > 0.0 {
+                    1.0 - at(&lex, 9) / at(&lex, 0)
+                } else {
+                    0.0
+                };
+                let sharp_d = {
+                    let r = at(&dense, 0) - at(&dense, 99);
+                    if r > 0.0 {
+                        (at(&dense, 0) - at(&dense, 9)) / r
+                    } else {
+                        0.0
+                    }
+                };
+                let (fl, fd) = match signal {
+                    0 => (frac(&l10, &d100) + eps, frac(&d10, &l100) + eps),
+                    1 => (frac(&l10, &d10) + eps, 1.0),
+                    2 => (sharp_l + eps, sharp_d + eps),
+                    3 => (at(&lex, 0) / ideal.max(1e-6) + eps, 1.0),
+                    4 => (1.0 - frac(&l10, &d10) + eps, 1.0),
+                    _ => (1.0, sharp_d + eps),
+                };
+                let f = Fusion {
+                    method: FusionMethod::Convex,
+                    feedback_terms: 10,
+                    feedback_lexical: 0.2,
+                    feedback_expanded: 0.1,
+                    lexical_weight: fl.powf(gamma),
+                    dense_weight: fd.powf(gamma),
+                    ..self.rrf
+                };
+                let mut expand = |top: &[u32]| {
+                    let fb: Vec<Vec<String>> = top
+                        .iter()
+                        .map(|&s| set.chunk_terms[s as usize].clone())
+                        .collect();
+                    set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
+                };
+                fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
+            }
+            Spec::IdfTerms { gamma, weigh } => {
+                let f = Fusion {
+                    method: FusionMethod::Convex,
+                    feedback_terms: 10,
+                    feedback_lexical: 0.2,
+                    feedback_expanded: 0.1,
+                    ..self.rrf
+                };
+                let mut expand = |top: &[u32]| {
+                    let fb: Vec<Vec<String>> = top
+                        .iter()
+                        .map(|&s| set.chunk_terms[s as usize].clone())
+                        .collect();
+                    let all = expansion_terms(&fb, usize::MAX);
+                    let mut scored: Vec<(String, f32, f32)> = all
+                        .into_iter()
+                        .map(|(t, p)| {
+                            let idf = set.bm25.ideal_score(std::slice::from_ref(&t)).max(1e-6);
+                            let w = p * idf.powf(gamma);
+                            (t, p, w)
+                        })
+                        .collect();
+                    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+                    scored.truncate(10);
+                    let total: f32 = scored.iter().map(|x| if weigh { x.2 } else { x.1 }).sum();
+                    let q: Vec<(String, f32)> = scored
+                        .into_iter()
+                        .map(|(t, p, w)| (t, if weigh { w } else { p } / total))
+                        .collect();
+                    set.bm25.search_weighted(&q, DEPTH)
+                };
+                fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
+            }
+            Spec::DenseFb { w, m, q: qw } => {
+                let group = self.group();
+                let first = convex_grouped(
+                    &[
+                        ScoredList {
+                            hits: &lex,
+                            weight: 0.25,
+                            from_min: false,
+                        },
+                        ScoredList {
+                            hits: &dense,
+                            weight: 0.75,
+                            from_min: true,
+                        },
+                    ],
+                    &group,
+                );
+                let top: Vec<u32> = first.iter().take(10).map(|h| h.0).collect();
+                let fb: Vec<Vec<String>> = top
+                    .iter()
+                    .map(|&s| set.chunk_terms[s as usize].clone())
+                    .collect();
+                let expanded = set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH);
+                let mut c: Vec<f32> = q.iter().map(|x| x * qw).collect();
+                for &(s, _) in first.iter().take(m) {
+                    for (a, b) in c.iter_mut().zip(&set.vecs[s as usize]) {
+                        *a += b / m as f32;
+                    }
+                }
+                let norm = c.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                c.iter_mut().for_each(|x| *x /= norm);
+                let dfb = dense_search(&set.vecs, &c, DEPTH);
+                convex_grouped(
+                    &[
+                        ScoredList {
+                            hits: &lex,
+                            weight: 0.2,
+                            from_min: false,
+                        },
+                        ScoredList {
+                            hits: &expanded,
+                            weight: 0.1,
+                            from_min: false,
+                        },
+                        ScoredList {
+                            hits: &dense,
+                            weight: 0.7 - w,
+                            from_min: true,
+                        },
+                        ScoredList {
+                            hits: &dfb,
+                            weight: w,
+                            from_min: true,
+                        },
+                    ],
+                    &group,
+                )
+            }
+            Spec::DocVec { beta } => {
+                let mut d2: Vec<(u32, f32)> = dense
+                    .iter()
+                    .map(|&(s, c)| {
+                        let dv = &self.doc_vecs[set.doc_of[s as usize] as usize];
+                        (s, (1.0 - beta) * c + beta * dot(q, dv))
+                    })
+                    .collect();
+                d2.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                let f = Fusion {
+                    method: FusionMethod::Convex,
+                    feedback_terms: 10,
+                    feedback_lexical: 0.2,
+                    feedback_expanded: 0.1,
+                    ..self.rrf
+                };
+                let mut expand = |top: &[u32]| {
+                    let fb: Vec<Vec<String>> = top
+                        .iter()
+                        .map(|&s| set.chunk_terms[s as usize].clone())
+                        .collect();
+                    set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
+                };
+                fuse_with_feedback(&lex, ideal, &d2, &self.group(), &f, &mut expand)
+            }
+            Spec::ScoreFb { power } => {
+                let f = Fusion {
+                    method: FusionMethod::Convex,
+                    feedback_terms: 10,
+                    feedback_lexical: 0.2,
+                    feedback_expanded: 0.1,
+                    ..self.rrf
+                };
+                let first = convex_grouped(
+                    &[
+                        ScoredList {
+                            hits: &lex,
+                            weight: 0.25,
+                            from_min: false,
+                        },
+                        ScoredList {
+                            hits: &dense,
+                            weight: 0.75,
+                            from_min: true,
+                        },
+                    ],
+                    &self.group(),
+                );
+                let top = first.first().map_or(1.0, |h| h.1).max(1e-6);
+                let fbk: Vec<(u32, f32)> = first
+                    .iter()
+                    .take(10)
+                    .map(|&(s, v)| (s, (v / top).max(0.0).powf(power)))
+                    .collect();
+                let q: Vec<(String, f32)> = rm3(set, &[], &fbk, 10, 0.0);
+                let expanded = set.bm25.search_weighted(&q, DEPTH);
+                fuse_lists(&lex, ideal, &dense, &expanded, &self.group(), &f)
             }
             Spec::Cc(alpha, l, d) => {
                 let lex: Vec<(u32, f32)> = if l == 1 {
@@ -474,7 +717,9 @@ fn run() -> R {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = args
         .first()
-        .ok_or("usage: retrieval_lab <set dir> [--sentences] [--feedback]")?;
+        .ok_or(
+            "usage: retrieval_lab <set dir> [--sentences] [--feedback] [--adapt | --dense-feedback | --doc-vectors]",
+        )?;
     let sentences = args.iter().any(|a| a == "--sentences");
     let name = dir
         .trim_end_matches('/')
@@ -606,6 +851,16 @@ fn run() -> R {
         })
         .collect::<Result<_, String>>()?;
 
+    let mut doc_vecs = vec![vec![0f32; 384]; set.doc_ids.len()];
+    for (slot, v) in set.vecs.iter().enumerate() {
+        for (a, b) in doc_vecs[set.doc_of[slot] as usize].iter_mut().zip(v) {
+            *a += b;
+        }
+    }
+    for v in &mut doc_vecs {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
     let lab = Lab {
         set: &set,
         analyzer: &analyzer,
@@ -614,6 +869,7 @@ fn run() -> R {
 
         rrf,
         titled: &titled,
+        doc_vecs: &doc_vecs,
     };
     use Spec::*;
     let mut specs = vec![Library(FusionMethod::Rrf), Library(FusionMethod::Convex)];
@@ -728,6 +984,64 @@ fn run() -> R {
 
     if feedback_only {
         specs.truncate(2);
+    }
+    if args.iter().any(|a| a == "--adapt") {
+        specs.truncate(2);
+        grid.clear();
+        specs.push(Feedback {
+            orig: 0.2,
+            expanded: 0.1,
+            terms: 10,
+        });
+        for signal in 0u8..6 {
+            for gamma in [0.25f32, 0.5, 1.0] {
+                specs.push(Adapt { signal, gamma });
+            }
+        }
+        for gamma in [0.25f32, 0.5, 1.0] {
+            specs.push(IdfTerms {
+                gamma,
+                weigh: false,
+            });
+            specs.push(IdfTerms { gamma, weigh: true });
+        }
+        for power in [0.0f32, 1.0, 1.5, 2.0, 3.0, 4.0] {
+            specs.push(ScoreFb { power });
+        }
+    }
+    if args.iter().any(|a| a == "--dense-feedback") {
+        specs.truncate(2);
+        grid.clear();
+        specs.push(Feedback {
+            orig: 0.2,
+            expanded: 0.1,
+            terms: 10,
+        });
+        specs.push(DenseFb {
+            w: 0.0,
+            m: 10,
+            q: 0.0,
+        });
+        for m in [5usize, 10] {
+            for w in [0.05f32, 0.1, 0.15, 0.2, 0.3] {
+                specs.push(DenseFb { w, m, q: 0.0 });
+            }
+        }
+        for w in [0.1f32, 0.2] {
+            specs.push(DenseFb { w, m: 10, q: 1.0 });
+        }
+    }
+    if args.iter().any(|a| a == "--doc-vectors") {
+        specs.truncate(2);
+        grid.clear();
+        specs.push(Feedback {
+            orig: 0.2,
+            expanded: 0.1,
+            terms: 10,
+        });
+        for beta in [0.0f32, 0.25, 0.5, 0.75, 1.0] {
+            specs.push(DocVec { beta });
+        }
     }
     specs.extend(grid);
 
