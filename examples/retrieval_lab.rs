@@ -272,7 +272,55 @@ struct Lab<'a> {
 
 const DEPTH: usize = 1000;
 
+/// The shipped default's feedback (BM25 0.2, expanded 0.1, 10 terms).
+const DEFAULT_FEEDBACK: Spec = Spec::Feedback {
+    orig: 0.2,
+    expanded: 0.1,
+    terms: 10,
+};
+
+/// The first fusion feedback starts from: convex, lexical 0.25 and dense 0.75, by document.
+fn first_fusion(
+    lex: &[(u32, f32)],
+    dense: &[(u32, f32)],
+    group: &impl Fn(u32) -> u32,
+) -> Vec<(u32, f32)> {
+    convex_grouped(
+        &[
+            ScoredList {
+                hits: lex,
+                weight: 0.25,
+                from_min: false,
+            },
+            ScoredList {
+                hits: dense,
+                weight: 0.75,
+                from_min: true,
+            },
+        ],
+        group,
+    )
+}
+
+/// The terms of the feedback chunks `top`.
+fn feedback_docs(set: &Set, top: &[u32]) -> Vec<Vec<String>> {
+    top.iter()
+        .map(|&s| set.chunk_terms[s as usize].clone())
+        .collect()
+}
+
 impl Lab<'_> {
+    /// The shipped default: convex fusion with feedback (BM25 0.2, expanded 0.1, 10 terms).
+    fn feedback_fusion(&self) -> Fusion {
+        Fusion {
+            method: FusionMethod::Convex,
+            feedback_terms: 10,
+            feedback_lexical: 0.2,
+            feedback_expanded: 0.1,
+            ..self.rrf
+        }
+    }
+
     fn group(&self) -> impl Fn(u32) -> u32 + '_ {
         |s| self.set.doc_of[s as usize]
     }
@@ -320,10 +368,7 @@ impl Lab<'_> {
                     ..self.rrf
                 };
                 let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = top
-                        .iter()
-                        .map(|&s| set.chunk_terms[s as usize].clone())
-                        .collect();
+                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
                     set.bm25.search_weighted(&expansion_terms(&fb, nt), DEPTH)
                 };
                 fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
@@ -380,27 +425,15 @@ impl Lab<'_> {
                     ..self.rrf
                 };
                 let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = top
-                        .iter()
-                        .map(|&s| set.chunk_terms[s as usize].clone())
-                        .collect();
+                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
                     set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
                 };
                 fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
             }
             Spec::IdfTerms { gamma, weigh } => {
-                let f = Fusion {
-                    method: FusionMethod::Convex,
-                    feedback_terms: 10,
-                    feedback_lexical: 0.2,
-                    feedback_expanded: 0.1,
-                    ..self.rrf
-                };
+                let f = self.feedback_fusion();
                 let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = top
-                        .iter()
-                        .map(|&s| set.chunk_terms[s as usize].clone())
-                        .collect();
+                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
                     let all = expansion_terms(&fb, usize::MAX);
                     let mut scored: Vec<(String, f32, f32)> = all
                         .into_iter()
@@ -423,26 +456,9 @@ impl Lab<'_> {
             }
             Spec::DenseFb { w, m, q: qw } => {
                 let group = self.group();
-                let first = convex_grouped(
-                    &[
-                        ScoredList {
-                            hits: &lex,
-                            weight: 0.25,
-                            from_min: false,
-                        },
-                        ScoredList {
-                            hits: &dense,
-                            weight: 0.75,
-                            from_min: true,
-                        },
-                    ],
-                    &group,
-                );
+                let first = first_fusion(&lex, &dense, &group);
                 let top: Vec<u32> = first.iter().take(10).map(|h| h.0).collect();
-                let fb: Vec<Vec<String>> = top
-                    .iter()
-                    .map(|&s| set.chunk_terms[s as usize].clone())
-                    .collect();
+                let fb: Vec<Vec<String>> = feedback_docs(set, &top);
                 let expanded = set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH);
                 let mut c: Vec<f32> = q.iter().map(|x| x * qw).collect();
                 for &(s, _) in first.iter().take(m) {
@@ -488,45 +504,16 @@ impl Lab<'_> {
                     })
                     .collect();
                 d2.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                let f = Fusion {
-                    method: FusionMethod::Convex,
-                    feedback_terms: 10,
-                    feedback_lexical: 0.2,
-                    feedback_expanded: 0.1,
-                    ..self.rrf
-                };
+                let f = self.feedback_fusion();
                 let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = top
-                        .iter()
-                        .map(|&s| set.chunk_terms[s as usize].clone())
-                        .collect();
+                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
                     set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
                 };
                 fuse_with_feedback(&lex, ideal, &d2, &self.group(), &f, &mut expand)
             }
             Spec::ScoreFb { power } => {
-                let f = Fusion {
-                    method: FusionMethod::Convex,
-                    feedback_terms: 10,
-                    feedback_lexical: 0.2,
-                    feedback_expanded: 0.1,
-                    ..self.rrf
-                };
-                let first = convex_grouped(
-                    &[
-                        ScoredList {
-                            hits: &lex,
-                            weight: 0.25,
-                            from_min: false,
-                        },
-                        ScoredList {
-                            hits: &dense,
-                            weight: 0.75,
-                            from_min: true,
-                        },
-                    ],
-                    &self.group(),
-                );
+                let f = self.feedback_fusion();
+                let first = first_fusion(&lex, &dense, &self.group());
                 let top = first.first().map_or(1.0, |h| h.1).max(1e-6);
                 let fbk: Vec<(u32, f32)> = first
                     .iter()
@@ -988,11 +975,7 @@ fn run() -> R {
     if args.iter().any(|a| a == "--adapt") {
         specs.truncate(2);
         grid.clear();
-        specs.push(Feedback {
-            orig: 0.2,
-            expanded: 0.1,
-            terms: 10,
-        });
+        specs.push(DEFAULT_FEEDBACK);
         for signal in 0u8..6 {
             for gamma in [0.25f32, 0.5, 1.0] {
                 specs.push(Adapt { signal, gamma });
@@ -1012,11 +995,7 @@ fn run() -> R {
     if args.iter().any(|a| a == "--dense-feedback") {
         specs.truncate(2);
         grid.clear();
-        specs.push(Feedback {
-            orig: 0.2,
-            expanded: 0.1,
-            terms: 10,
-        });
+        specs.push(DEFAULT_FEEDBACK);
         specs.push(DenseFb {
             w: 0.0,
             m: 10,
@@ -1034,11 +1013,7 @@ fn run() -> R {
     if args.iter().any(|a| a == "--doc-vectors") {
         specs.truncate(2);
         grid.clear();
-        specs.push(Feedback {
-            orig: 0.2,
-            expanded: 0.1,
-            terms: 10,
-        });
+        specs.push(DEFAULT_FEEDBACK);
         for beta in [0.0f32, 0.25, 0.5, 0.75, 1.0] {
             specs.push(DocVec { beta });
         }
