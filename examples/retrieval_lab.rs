@@ -309,6 +309,13 @@ fn feedback_docs(set: &Set, top: &[u32]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The expanded BM25 search: the relevance model's `terms` top terms from the feedback chunks
+/// `top`, weighted.
+fn expanded_search(set: &Set, top: &[u32], terms: usize) -> Vec<(u32, f32)> {
+    set.bm25
+        .search_weighted(&expansion_terms(&feedback_docs(set, top), terms), DEPTH)
+}
+
 impl Lab<'_> {
     /// The shipped default: convex fusion with feedback (BM25 0.2, expanded 0.1, 10 terms).
     fn feedback_fusion(&self) -> Fusion {
@@ -367,10 +374,7 @@ impl Lab<'_> {
                     feedback_expanded: expanded,
                     ..self.rrf
                 };
-                let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
-                    set.bm25.search_weighted(&expansion_terms(&fb, nt), DEPTH)
-                };
+                let mut expand = |top: &[u32]| expanded_search(set, top, nt);
                 fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
             }
             Spec::Adapt { signal, gamma } => {
@@ -416,25 +420,17 @@ impl Lab<'_> {
                     _ => (1.0, sharp_d + eps),
                 };
                 let f = Fusion {
-                    method: FusionMethod::Convex,
-                    feedback_terms: 10,
-                    feedback_lexical: 0.2,
-                    feedback_expanded: 0.1,
                     lexical_weight: fl.powf(gamma),
                     dense_weight: fd.powf(gamma),
-                    ..self.rrf
+                    ..self.feedback_fusion()
                 };
-                let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
-                    set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
-                };
+                let mut expand = |top: &[u32]| expanded_search(set, top, 10);
                 fuse_with_feedback(&lex, ideal, &dense, &self.group(), &f, &mut expand)
             }
             Spec::IdfTerms { gamma, weigh } => {
                 let f = self.feedback_fusion();
                 let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
-                    let all = expansion_terms(&fb, usize::MAX);
+                    let all = expansion_terms(&feedback_docs(set, top), usize::MAX);
                     let mut scored: Vec<(String, f32, f32)> = all
                         .into_iter()
                         .map(|(t, p)| {
@@ -458,8 +454,7 @@ impl Lab<'_> {
                 let group = self.group();
                 let first = first_fusion(&lex, &dense, &group);
                 let top: Vec<u32> = first.iter().take(10).map(|h| h.0).collect();
-                let fb: Vec<Vec<String>> = feedback_docs(set, &top);
-                let expanded = set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH);
+                let expanded = expanded_search(set, &top, 10);
                 let mut c: Vec<f32> = q.iter().map(|x| x * qw).collect();
                 for &(s, _) in first.iter().take(m) {
                     for (a, b) in c.iter_mut().zip(&set.vecs[s as usize]) {
@@ -505,10 +500,7 @@ impl Lab<'_> {
                     .collect();
                 d2.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 let f = self.feedback_fusion();
-                let mut expand = |top: &[u32]| {
-                    let fb: Vec<Vec<String>> = feedback_docs(set, top);
-                    set.bm25.search_weighted(&expansion_terms(&fb, 10), DEPTH)
-                };
+                let mut expand = |top: &[u32]| expanded_search(set, top, 10);
                 fuse_with_feedback(&lex, ideal, &d2, &self.group(), &f, &mut expand)
             }
             Spec::ScoreFb { power } => {
@@ -838,7 +830,8 @@ fn run() -> R {
         })
         .collect::<Result<_, String>>()?;
 
-    let mut doc_vecs = vec![vec![0f32; 384]; set.doc_ids.len()];
+    let dims = set.vecs.first().map_or(0, Vec::len);
+    let mut doc_vecs = vec![vec![0f32; dims]; set.doc_ids.len()];
     for (slot, v) in set.vecs.iter().enumerate() {
         for (a, b) in doc_vecs[set.doc_of[slot] as usize].iter_mut().zip(v) {
             *a += b;
