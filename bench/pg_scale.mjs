@@ -25,7 +25,7 @@
 //
 // --check measures tables an earlier run built, without writing: where a PgIndex query's time
 // goes (the question's embedding, each round trip, the rest in the client; with the default
-// options and with `candidates: 1000`), the recall of pgvector's HNSW search against an exact
+// options, with `candidates: 1000` and with `feedback: false`), the recall of pgvector's HNSW search against an exact
 // scan (dense lists of 500 and 1000), and the exact BM25 agreement of the default lexical list
 // (whole posting lists: it must be 1, which checks the comparison itself) and of
 // `postingsPerTerm: 1000`.
@@ -140,10 +140,10 @@ async function exactBm25(client, table, terms, k, { k1, b }) {
   return r.rows.map((x) => x.chunk_id);
 }
 
-/** Share of the exact BM25 top 10 / top 100 in the default lexical list's top 10 / top 100. */
+/** Share of the exact BM25 top 10 / top 100 in the lexical list's top 10 / top 100 (the lexical list alone: no dense side, no feedback). */
 async function lexicalAgreement(pool, idx, table, qs, embedder) {
   const options = (await idx.stats()).options;
-  const lexOnly = { lexicalWeight: 1, denseWeight: 0, minScore: 0, ngramThreshold: 1, similarityThreshold: 1, maxChunksPerDoc: 0, topN: 100, truncate: false };
+  const lexOnly = { lexicalWeight: 1, denseWeight: 0, feedback: false, minScore: 0, ngramThreshold: 1, similarityThreshold: 1, maxChunksPerDoc: 0, topN: 100, truncate: false };
   const client = await pool.connect();
   let at10 = 0;
   let at100 = 0;
@@ -211,12 +211,14 @@ async function inMemory(n, embedder, qs) {
 async function breakdown(idx, qs, embedder, options) {
   const proto = pg.Client.prototype;
   const original = proto.query;
-  const spent = { beginLexicalSql: 0, denseSql: 0, fetchCommitSql: 0, otherSql: 0 };
+  const spent = { beginLexicalSql: 0, denseSql: 0, feedbackTextsSql: 0, expandedLexicalSql: 0, fetchCommitSql: 0, otherSql: 0 };
   proto.query = function timed(config, ...rest) {
     const text = typeof config === 'string' ? config : config?.text ?? '';
     const kind = text.includes('ORDER BY embedding <=>') ? 'denseSql'
       : text.startsWith('BEGIN') ? 'beginLexicalSql'
-        : text.includes('vector_send') || text === 'COMMIT' ? 'fetchCommitSql' : 'otherSql';
+        : text.includes('vector_send') || text === 'COMMIT' ? 'fetchCommitSql'
+          : text.includes('header_path, content FROM') ? 'feedbackTextsSql'
+            : text.includes('WITH s AS') ? 'expandedLexicalSql' : 'otherSql';
     const t0 = performance.now();
     const r = original.call(this, config, ...rest);
     if (r && typeof r.then === 'function') r.then(() => { spent[kind] += performance.now() - t0; }, () => {});
@@ -265,6 +267,10 @@ async function check(entry, { pool, table, embedder, label }) {
     // The in-memory index's 1000 candidates in both lists (PgIndex's dense default is 500).
     out.breakdownCandidates1000 = await breakdown(idx, qs, embedder, { candidates: 1000 });
     console.error(`${label}: breakdown, candidates 1000 ${JSON.stringify(out.breakdownCandidates1000)}`);
+    // Without pseudo-relevance feedback (its two round trips: the feedback chunks' texts and the
+    // expanded query's BM25 list).
+    out.breakdownNoFeedback = await breakdown(idx, qs, embedder, { feedback: false });
+    console.error(`${label}: breakdown, feedback off ${JSON.stringify(out.breakdownNoFeedback)}`);
     out.denseRecall = await denseRecall(pool, table, qs.slice(0, EXACT), embedder, 500);
     out.denseRecall1000 = await denseRecall(pool, table, qs.slice(0, EXACT), embedder, 1000);
     console.error(`${label}: HNSW recall of the exact nearest ${JSON.stringify(out.denseRecall)} ${JSON.stringify(out.denseRecall1000)}`);

@@ -26,7 +26,12 @@ export interface PgPoolClient {
 
 /** Options of `PgIndex.open`. Unknown keys are refused with `invalid_options`. */
 export interface PgIndexOptions {
-  /** A `pg.Pool` (yours: `close()` leaves it open). Give this or `connectionString`. */
+  /**
+   * A `pg.Pool` (yours: `close()` leaves it open). Give this or `connectionString`. PGlite
+   * (PostgreSQL in wasm, in-process) works through its node-postgres connection:
+   * `new pg.Pool(createPgConfig(await PGlite.create({ extensions: { vector } })))`
+   * (`@electric-sql/pglite/node-postgres`, `@electric-sql/pglite-pgvector`; docs/pg.md, "PGlite").
+   */
   pool?: PgPool;
   /** A connection string; the index makes its own `pg.Pool` (needs the `pg` package) and ends it on `close()`. */
   connectionString?: string;
@@ -55,10 +60,11 @@ export interface PgIndexOptions {
   /**
    * How many neighbours the dense list fetches from the HNSW index for a query whose options do
    * not set `candidates` (1–10000; a query's own `candidates` sets both lists, as in memory).
-   * Default 500, where the in-memory index takes 1000 (the lexical list keeps 1000): at 100k
-   * chunks an HNSW search for 1000 neighbours took about three times as long as for 500, and on
-   * the dev IR sets 500 ranked within 0.005 nDCG@10 of 1000 (CISI −0.0015, MED −0.0035;
-   * docs/pg.md, "Measurements"). Fusion, calibration and result compression are as in memory.
+   * Default 1000, as in memory: the ranking is then the in-memory one. 500 is faster (at 100k
+   * chunks the HNSW search took ~31 instead of ~57 ms) but moves the ranking: fusion normalises
+   * the dense side by its list's lowest cosine, and pseudo-relevance feedback learns from the
+   * first fusion's top 10; on the dev IR sets 500 lost 0.0076 (CISI) and 0.0058 (MED) nDCG@10
+   * with feedback on (docs/pg.md, "Measurements").
    */
   denseCandidates?: number;
   /** pgvector's `hnsw.ef_search` for queries (1–1000). Default: the dense list's depth (`denseCandidates` or the query's `candidates`), 40 to 1000. */
@@ -71,6 +77,16 @@ export interface PgIndexOptions {
    * top 10: docs/pg.md). Default: no cap, every posting (exact BM25, the in-memory ranking).
    */
   postingsPerTerm?: number;
+  /**
+   * The postings per term, best BM25 impact first, that the expanded query of pseudo-relevance
+   * feedback (the third list, `feedback` in the query options) reads; `null`: every posting.
+   * Its terms are the feedback chunks' most frequent ones, often found in a third or more of a
+   * large table's chunks. Default 1000: exact on tables where no expansion term is in more
+   * than 1000 chunks (the in-memory ranking); at 100k chunks it cut the expanded list's SQL from
+   * ~244 to ~17 ms (cap 500) per query, with 99% of the exact top 10 kept (docs/pg.md).
+   * The smaller of this and `postingsPerTerm` applies.
+   */
+  feedbackPostingsPerTerm?: number | null;
 }
 
 /** Progress of `PgIndex.add`, after each batch: embedded, then written (committed). */

@@ -15,9 +15,17 @@ export const SCHEMA_VERSION = 1;
 const DIMS = 384;
 
 /** The neighbours the dense list fetches from the HNSW index when a query's options do not set
- * `candidates` (`open({denseCandidates})` changes it; docs/pg.md, "How a query runs", says why
- * it is not the in-memory index's 1000). */
-const DEFAULT_DENSE_CANDIDATES = 500;
+ * `candidates` (`open({denseCandidates})` changes it): the in-memory index's 1000. Fusion
+ * normalises the dense side by its list's lowest cosine, so a shallower list moves the ranking;
+ * with pseudo-relevance feedback (which learns from the first fusion's top 10) 500 fell outside
+ * 0.005 nDCG@10 of the in-memory index on the dev sets (docs/pg.md, "How a query runs"). */
+const DEFAULT_DENSE_CANDIDATES = 1000;
+
+/** The postings per term, best impact first, the expanded query of pseudo-relevance feedback
+ * reads (`open({feedbackPostingsPerTerm})`; null: all). Its terms are the feedback chunks'
+ * most frequent ones, often in a third or more of a large table's chunks: read whole, they made
+ * a query at 100k chunks ~3× slower (docs/pg.md, "Pseudo-relevance feedback at scale"). */
+const DEFAULT_FEEDBACK_POSTINGS = 1000;
 
 function fail(code, path, reason) {
   return new CondenseError(code, path, `${code} at ${path}: ${reason}`, reason);
@@ -195,7 +203,7 @@ async function inTransaction(pool, f, { isolation = 'READ COMMITTED', readOnly =
 
 // ------------------------------------------------------------------ options
 
-const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'denseCandidates', 'efSearch', 'postingsPerTerm']);
+const OPEN_KEYS = new Set(['pool', 'connectionString', 'table', 'embedder', 'chunk', 'bm25', 'workers', 'readOnly', 'denseCandidates', 'efSearch', 'postingsPerTerm', 'feedbackPostingsPerTerm']);
 
 function checkOpenOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -235,6 +243,10 @@ function checkOpenOptions(options) {
   if (ppt !== undefined && !(Number.isInteger(ppt) && ppt >= 1 && ppt <= 1000000)) {
     throw fail('invalid_options', 'options.postingsPerTerm', 'expected an integer from 1 to 1000000');
   }
+  const fpt = options.feedbackPostingsPerTerm;
+  if (fpt !== undefined && fpt !== null && !(Number.isInteger(fpt) && fpt >= 1 && fpt <= 1000000)) {
+    throw fail('invalid_options', 'options.feedbackPostingsPerTerm', 'expected an integer from 1 to 1000000, or null (every posting)');
+  }
 }
 
 /** `pg` (node-postgres), an optional peer dependency, loaded only for `connectionString`. */
@@ -265,6 +277,7 @@ export class PgIndex {
   #denseCandidates;
   #efSearch;
   #postingsPerTerm;
+  #feedbackPostingsPerTerm;
   #workers;
   #ownWorkers = null;
   #closed = false;
@@ -282,6 +295,7 @@ export class PgIndex {
     this.#denseCandidates = state.denseCandidates;
     this.#efSearch = state.efSearch;
     this.#postingsPerTerm = state.postingsPerTerm;
+    this.#feedbackPostingsPerTerm = state.feedbackPostingsPerTerm;
     this.#workers = state.workers;
   }
 
@@ -374,6 +388,7 @@ export class PgIndex {
         denseCandidates: options.denseCandidates ?? DEFAULT_DENSE_CANDIDATES,
         efSearch: options.efSearch ?? null,
         postingsPerTerm: options.postingsPerTerm ?? null,
+        feedbackPostingsPerTerm: options.feedbackPostingsPerTerm === undefined ? DEFAULT_FEEDBACK_POSTINGS : options.feedbackPostingsPerTerm,
         workers: workers ?? null,
       });
     } catch (e) {
@@ -814,6 +829,14 @@ export class PgIndex {
     if (this.#ownPool) await this.#pool.end();
   }
 
+  /** How many postings per term the expanded query's BM25 list reads (null: all): the smaller
+   * of `feedbackPostingsPerTerm` and the lexical lists' `postingsPerTerm` cap. */
+  #expansionPerTerm(depth) {
+    const caps = [this.#feedbackPostingsPerTerm, this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm)]
+      .filter((c) => c !== null);
+    return caps.length === 0 ? null : Math.min(...caps);
+  }
+
   /** query() over this index (see `query`). */
   query(question, options) {
     return this[RUN_QUERY](question, options, null);
@@ -895,7 +918,7 @@ export class PgIndex {
                 terms: `ARRAY[${expansion.terms.map((t) => client.escapeLiteral(t)).join(',')}]::text[]`,
                 weights: Array.from(expansion.weights),
                 k1, b, depth,
-                perTerm: this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm),
+                perTerm: this.#expansionPerTerm(depth),
               }),
               rowMode: 'array',
             })).rows;

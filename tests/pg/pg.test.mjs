@@ -155,6 +155,29 @@ test('query() gives the in-memory index results (lexical embedder: BM25 in SQL)'
   await idx.close();
 });
 
+test('feedbackPostingsPerTerm caps only the expanded query\'s read: exact (null) and the default rank as in memory here', async () => {
+  const name = table();
+  const idx = await PgIndex.open({ pool, table: name, embedder: lexical });
+  await idx.add(docs, { batchSize: 40 });
+  const exact = await PgIndex.open({ pool, table: name, embedder: lexical, feedbackPostingsPerTerm: null });
+  const one = await PgIndex.open({ pool, table: name, embedder: lexical, feedbackPostingsPerTerm: 1 });
+  const mem = memoryIndex(lexical, docs);
+  const ids = (r) => r.results.map((x) => x.chunkId);
+  let moved = 0;
+  for (const q of questions) {
+    const want = ids(mem.query(q, { minScore: 0 }));
+    // The fixture's terms are in fewer than 1000 chunks each: the default cap reads everything.
+    assert.deepEqual(ids(await query(idx, q, { minScore: 0 })), want, q);
+    assert.deepEqual(ids(await query(exact, q, { minScore: 0 })), want, q);
+    // One posting per expansion term changes the third list, not the other two.
+    if (JSON.stringify(ids(await query(one, q, { minScore: 0 }))) !== JSON.stringify(want)) moved++;
+    assert.deepEqual(ids(await query(one, q, { minScore: 0, feedback: false })), ids(mem.query(q, { minScore: 0, feedback: false })), q);
+  }
+  assert.ok(moved > 0, 'a cap of one posting per expansion term changed no ranking: the option does not reach the SQL');
+  for (const i of [idx, exact, one]) await i.close();
+  mem.free();
+});
+
 test('query() with MiniLM: pgvector HNSW + BM25 give the in-memory ranking; workers embed', async () => {
   const minilm = await loadEmbedder();
   const workers = await Promise.all([1, 2].map(() => createWorker({ embedder: 'minilm' })));
@@ -282,6 +305,8 @@ test('bad input and options name their field', async () => {
   await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical, bogus: 1 }), 'invalid_options', 'options.bogus');
   await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical, chunk: { maxChars: 900 } }), 'invalid_options', 'options.chunk');
   await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical, bm25: { k1: -1 } }), 'invalid_options', 'options.bm25.k1');
+  await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical, feedbackPostingsPerTerm: 0 }), 'invalid_options', 'options.feedbackPostingsPerTerm');
+  await rejectsCode(PgIndex.open({ pool, table: name, embedder: lexical, feedbackPostingsPerTerm: '5' }), 'invalid_options', 'options.feedbackPostingsPerTerm');
   // The settings a table was created with are the table's.
   const custom = table();
   await (await PgIndex.open({ pool, table: custom, embedder: lexical, chunk: { maxChars: 900 } })).close();

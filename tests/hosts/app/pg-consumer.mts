@@ -20,7 +20,7 @@ const workers = [await createWorker({ embedder: 'minilm' })];
 const openOptions: Required<PgIndexOptions> = {
   pool, connectionString: 'postgresql://127.0.0.1/condense', table: 'public.docs', embedder: lexicalEmbedder(),
   chunk: { minChars: 200, maxChars: 1500 }, bm25: { k1: 0.9, b: 0.4 }, workers, readOnly: false, denseCandidates: 500, efSearch: 100,
-  postingsPerTerm: 1000,
+  postingsPerTerm: 1000, feedbackPostingsPerTerm: null,
 };
 const index: PgIndex = await PgIndex.open(openOptions);
 const counted = await PgIndex.open({ pool, table: 'docs', embedder: lexicalEmbedder(), workers: 2 });
