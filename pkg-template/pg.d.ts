@@ -83,7 +83,7 @@ export interface PgIndexOptions {
    * Its terms are the feedback chunks' most frequent ones, often found in a third or more of a
    * large table's chunks. Default 1000: exact on tables where no expansion term is in more
    * than 1000 chunks (the in-memory ranking); at 100k chunks it cut the expanded list's SQL from
-   * ~244 to ~17 ms (cap 500) per query, with 99% of the exact top 10 kept (docs/pg.md).
+   * ~245 to ~22 ms per query, with 98% of the uncapped top 10 kept (docs/pg.md).
    * The smaller of this and `postingsPerTerm` applies.
    */
   feedbackPostingsPerTerm?: number | null;

@@ -24,7 +24,7 @@ const DEFAULT_DENSE_CANDIDATES = 1000;
 /** The postings per term, best impact first, the expanded query of pseudo-relevance feedback
  * reads (`open({feedbackPostingsPerTerm})`; null: all). Its terms are the feedback chunks'
  * most frequent ones, often in a third or more of a large table's chunks: read whole, they made
- * a query at 100k chunks ~3× slower (docs/pg.md, "Pseudo-relevance feedback at scale"). */
+ * a query at 100k chunks ~3× slower (docs/pg.md, "How a query runs"). */
 const DEFAULT_FEEDBACK_POSTINGS = 1000;
 
 function fail(code, path, reason) {
