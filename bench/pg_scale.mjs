@@ -263,8 +263,8 @@ async function check(entry, { pool, table, embedder, label }) {
     for (const q of qs.slice(0, 2)) await query(idx, q); // warm-up
     const out = { chunks, breakdown: await breakdown(idx, qs, embedder) };
     console.error(`${label}: breakdown ${JSON.stringify(out.breakdown)}`);
-    // Fewer candidates per list (the default is 1000): a smaller HNSW search and lexical list.
-    // The in-memory index's 1000 candidates in both lists (PgIndex's dense default is 500).
+    // `candidates: 1000` set by the query: both lists 1000 deep, as in memory (PgIndex's own
+    // defaults since the dense list's went from 500 to 1000; earlier tables measured 500 here).
     out.breakdownCandidates1000 = await breakdown(idx, qs, embedder, { candidates: 1000 });
     console.error(`${label}: breakdown, candidates 1000 ${JSON.stringify(out.breakdownCandidates1000)}`);
     // Without pseudo-relevance feedback (its two round trips: the feedback chunks' texts and the

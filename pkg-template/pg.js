@@ -829,11 +829,16 @@ export class PgIndex {
     if (this.#ownPool) await this.#pool.end();
   }
 
+  /** How many postings per term a lexical list of `depth` hits reads (null: all): the
+   * `postingsPerTerm` cap, at least `depth`. */
+  #lexicalPerTerm(depth) {
+    return this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm);
+  }
+
   /** How many postings per term the expanded query's BM25 list reads (null: all): the smaller
-   * of `feedbackPostingsPerTerm` and the lexical lists' `postingsPerTerm` cap. */
+   * of `feedbackPostingsPerTerm` and the lexical lists' cap. */
   #expansionPerTerm(depth) {
-    const caps = [this.#feedbackPostingsPerTerm, this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm)]
-      .filter((c) => c !== null);
+    const caps = [this.#feedbackPostingsPerTerm, this.#lexicalPerTerm(depth)].filter((c) => c !== null);
     return caps.length === 0 ? null : Math.min(...caps);
   }
 
@@ -868,7 +873,7 @@ export class PgIndex {
         const terms = `ARRAY[${plan.terms.map((t) => client.escapeLiteral(t)).join(',')}]::text[]`;
         head.push(lexicalSql(n, {
           terms, k1, b, depth,
-          perTerm: this.#postingsPerTerm === null ? null : Math.max(depth, this.#postingsPerTerm),
+          perTerm: this.#lexicalPerTerm(depth),
         }));
       }
       const first = client.query({ text: head.join(';\n'), rowMode: 'array' });
