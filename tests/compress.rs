@@ -599,6 +599,66 @@ fn tiny_budgets_keep_the_newest_tool_values() {
     }
 }
 
+/// When even the deepest stage's summaries, which keep code, are over the budget and the oldest
+/// texts are cut to a preview, the room the cuts leave is used: the folded summary lists the
+/// older messages' key tokens instead of the result keeping a tenth of what the budget allows.
+#[test]
+fn cut_texts_leave_their_room_to_the_others() {
+    let code = |name: &str| {
+        let body: String = (0..40)
+            .map(|i| format!("    let {name}_{i} = compute_{name}(input_{i}, offset_{i});\n"))
+            .collect();
+        format!("```rust\nfn {name}() {{\n{body}}}\n```")
+    };
+    let mut messages = Vec::new();
+    for (k, name) in ["parser", "renderer", "scheduler", "exporter"]
+        .iter()
+        .enumerate()
+    {
+        messages.push(json!({"role": "user", "content": format!(
+            "Can you write the {name} for ticket PROJ-{k}41? It must read config_{name}.toml and call {name}_init first."
+        )}));
+        messages.push(json!({"role": "assistant", "content": format!(
+            "Here is the {name}, which reads config_{name}.toml through load_{name}_settings:\n{}", code(name)
+        )}));
+    }
+    let before = compress(
+        &messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap()
+    .stats
+    .tokens_before;
+    let budget = before / 4;
+    let opts = CompressOptions {
+        token_budget: Some(budget),
+        ..Default::default()
+    };
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
+    assert_eq!(out.stats.fits, Some(true));
+    assert!(out.stats.truncated > 0, "{:?}", out.stats);
+    assert!(
+        out.stats.tokens_after * 2 > budget,
+        "{} of {budget} tokens used: {:?}",
+        out.stats.tokens_after,
+        out.messages
+    );
+    let text = out
+        .messages
+        .iter()
+        .map(condense::compress::message_text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    for key in ["PROJ-041", "config_parser.toml", "load_renderer_settings"] {
+        assert!(
+            condense::text::keys::contains_token(&text, key),
+            "{key} not in {text}"
+        );
+    }
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+}
+
 /// Under a budget that folds the old messages, a query decides which folded message's key
 /// tokens come first: those of the message it is about, not only the newest.
 #[test]

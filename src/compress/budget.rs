@@ -21,8 +21,10 @@
 //!    stage's plan and the fold of everything compete, and the one keeping the most
 //!    tool-output values wins (a value of the newest output counts 1, of the one before ½, …;
 //!    ties go to the earlier stage).
-//! 3. Last: the oldest messages' texts cut to a preview, as few as needed; and if even that
-//!    does not fit, every message but the preserved-role ones folded.
+//! 3. Last: the oldest messages' texts cut to a preview, as few as needed, then the room the
+//!    cuts leave used as in a stage (the other texts at the widest fill share that fits, the
+//!    folded summary given what is left); and if even cutting does not fit, every message but
+//!    the preserved-role ones folded.
 //!
 //! With `method: "hierarchical"` the share is not searched: it is the first of the levels
 //! 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn.
@@ -208,7 +210,16 @@ fn choose(
     }
     let (mut best, best_total) = c.fewest_truncated(deepest);
     let mut escalation = stages.len() + 1;
-    if best_total > budget {
+    if best_total <= budget {
+        // Cutting texts to a preview leaves room (the cut texts were over the budget alone):
+        // the other texts get the widest share, and the folded summary what is left.
+        let (wide, wide_total) = c.widest_share(best, best_total);
+        best = if wide.fold > 0 {
+            c.widest_fold(wide, wide_total)
+        } else {
+            wide
+        };
+    } else {
         // Nothing else left: every message but the preserved-role ones folded into one.
         // Its key tokens (newest message first) fill what the budget leaves.
         let all = Shape {
@@ -343,6 +354,11 @@ impl Chooser<'_, '_, '_> {
         let budget = self.budget;
         let min_rung = self.min_rung();
         let none = stage.at(0, min_rung);
+        // What a stage without folds keeps verbatim is a lower bound of its plan: over the
+        // budget, the stage cannot fit and its other messages are not rendered.
+        if !stage.may_fold && self.verbatim(&none) > budget {
+            return None;
+        }
         let t = self.total(&none);
         if t <= budget {
             return Some((none, t));
@@ -352,6 +368,9 @@ impl Chooser<'_, '_, '_> {
         }
         let n = self.env.parsed.len();
         let most = stage.at(n, min_rung);
+        if self.verbatim(&most) > budget {
+            return None;
+        }
         let mut best = (most, self.total(&most));
         if best.1 > budget {
             return None;

@@ -273,17 +273,19 @@ impl<'a, 'v> Env<'a, 'v> {
         {
             return (k, Rc::clone(known));
         }
-        let text: Vec<String> = (0..self.parsed.len())
-            .filter(|&i| kept.get(i).copied().unwrap_or(false))
-            .map(|i| message_text(&self.parsed.values[i]))
-            .collect();
-        let set: FastSet<String> = self
-            .terms
-            .memo
-            .keys(&text.join("\n"))
-            .iter()
-            .map(|(k, _)| k.clone())
-            .collect();
+        // The key tokens of the kept messages' texts joined by line breaks are those of each
+        // text (no key or code span crosses a line break), so each message's are read once
+        // (through the memo, which the summaries' walks have often filled already) for every
+        // set that keeps it.
+        let mut set: FastSet<String> = FastSet::default();
+        for i in (0..self.parsed.len()).filter(|&i| kept.get(i).copied().unwrap_or(false)) {
+            let text = message_text(&self.parsed.values[i]);
+            for (k, _) in self.terms.memo.keys(&text).iter() {
+                if !set.contains(k.as_str()) {
+                    set.insert(k.clone());
+                }
+            }
+        }
         let mut knowns = self.knowns.borrow_mut();
         let known = Rc::new(Known::new(set, self.terms, knowns.len()));
         knowns.push((kept.to_vec(), Rc::clone(&known)));
