@@ -601,7 +601,8 @@ fn tiny_budgets_keep_the_newest_tool_values() {
 
 /// When even the deepest stage's summaries, which keep code, are over the budget and the oldest
 /// texts are cut to a preview, the room the cuts leave is used: the folded summary lists the
-/// older messages' key tokens instead of the result keeping a tenth of what the budget allows.
+/// older messages' key tokens and the preview grows into what is left, instead of the result
+/// keeping a tenth of what the budget allows.
 #[test]
 fn cut_texts_leave_their_room_to_the_others() {
     let code = |name: &str| {
@@ -639,7 +640,7 @@ fn cut_texts_leave_their_room_to_the_others() {
     assert_eq!(out.stats.fits, Some(true));
     assert!(out.stats.truncated > 0, "{:?}", out.stats);
     assert!(
-        out.stats.tokens_after * 2 > budget,
+        out.stats.tokens_after * 10 > budget * 9,
         "{} of {budget} tokens used: {:?}",
         out.stats.tokens_after,
         out.messages

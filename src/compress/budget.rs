@@ -22,9 +22,10 @@
 //!    tool-output values wins (a value of the newest output counts 1, of the one before ½, …;
 //!    ties go to the earlier stage).
 //! 3. Last: the oldest messages' texts cut to a preview, as few as needed, then the room the
-//!    cuts leave used as in a stage (the other texts at the widest fill share that fits, the
-//!    folded summary given what is left); and if even cutting does not fit, every message but
-//!    the preserved-role ones folded.
+//!    cuts leave used: the other texts at the widest fill share that fits, the folded summary
+//!    given what is left, then the cut texts' previews (60 characters at first) as long as
+//!    what is still left allows; and if even cutting does not fit, every message but the
+//!    preserved-role ones folded.
 //!
 //! With `method: "hierarchical"` the share is not searched: it is the first of the levels
 //! 50% → 25% → 12.5% that fits ([`LEVELS`]), in each stage in turn.
@@ -214,11 +215,12 @@ fn choose(
         // Cutting texts to a preview leaves room (the cut texts were over the budget alone):
         // the other texts get the widest share, and the folded summary what is left.
         let (wide, wide_total) = c.widest_share(best, best_total);
-        best = if wide.fold > 0 {
+        let wide = if wide.fold > 0 {
             c.widest_fold(wide, wide_total)
         } else {
             wide
         };
+        best = c.longest_preview(wide);
     } else {
         // Nothing else left: every message but the preserved-role ones folded into one.
         // Its key tokens (newest message first) fill what the budget leaves.
@@ -260,6 +262,7 @@ impl Stage {
             fold,
             fold_chars: None,
             truncate: 0,
+            preview: render::PREVIEW,
             importance: false,
             fuzzy: true,
             lossy: true,
@@ -507,6 +510,29 @@ impl Chooser<'_, '_, '_> {
             },
         );
         best.0
+    }
+
+    /// The longest preview of the cut texts that fits on top of `floor` (which fits, with the
+    /// shortest preview), up to the longest cut text.
+    fn longest_preview(&self, floor: Shape) -> Shape {
+        let budget = self.budget;
+        let cap = render::preview_cap(self.env, &floor);
+        if cap <= floor.preview {
+            return floor;
+        }
+        let with = |chars: usize| Shape {
+            preview: chars,
+            ..floor
+        };
+        let chars = search::largest_fitting(
+            (floor.preview, cap),
+            self.total(&floor),
+            budget,
+            |c| c as f64,
+            CHAR_TOKENS,
+            |c| self.total(&with(c)),
+        );
+        with(chars)
     }
 
     /// Last resort: on top of `deepest`, the oldest compressible texts left (code kept by the

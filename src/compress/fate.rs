@@ -64,8 +64,8 @@ pub(super) enum Fate {
         compact: String,
         reason: String,
     },
-    /// Cut to a preview (the budget's last resort).
-    Truncate,
+    /// Cut to a preview of at most this many characters (the budget's last resort).
+    Truncate(usize),
 }
 
 /// The key tokens of the messages a plan keeps verbatim (budget-fill summaries do not list
@@ -174,8 +174,8 @@ fn level_bytes(level: Level) -> Vec<u8> {
 /// The circumstances of one unit in one plan besides its rung.
 pub(super) struct Situation<'s> {
     pub rung: Rung,
-    /// Cut to a preview (the budget's last resort).
-    pub truncate: bool,
+    /// Cut to a preview of at most this many characters (the budget's last resort).
+    pub truncate: Option<usize>,
     /// Lossy renderings of tool output (`lossyToolOutput`; every fill rung is).
     pub lossy: bool,
     /// The later message that corrects this one, and its signal.
@@ -195,8 +195,8 @@ pub(super) fn fate(env: &Env<'_, '_>, u: usize, s: &Situation<'_>) -> Fate {
         keep("short content")
     } else if info.marker {
         keep("already compressed")
-    } else if s.truncate {
-        Fate::Truncate
+    } else if let Some(chars) = s.truncate {
+        Fate::Truncate(chars)
     } else if level.ratio <= 0.0 {
         keep("below minTokens")
     } else if let (UnitKind::Prose, Some((by, signal))) = (unit.kind, s.superseded) {

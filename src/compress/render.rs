@@ -21,6 +21,9 @@ use super::parse::{has_tool_calls, message_text, UnitKind};
 use super::{fold, summarize};
 use crate::message::Format;
 
+/// The characters of a cut text's preview unless the budget leaves room for more.
+pub(super) const PREVIEW: usize = 60;
+
 /// How hard a plan compresses: the budget's knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Shape {
@@ -37,6 +40,8 @@ pub(super) struct Shape {
     pub fold_chars: Option<usize>,
     /// The oldest messages with compressible text are cut to a preview, this many.
     pub truncate: usize,
+    /// The characters of a cut text's preview, at most.
+    pub preview: usize,
     /// `importanceScoring` may keep messages verbatim.
     pub importance: bool,
     /// Near-duplicates are deduplicated too.
@@ -55,6 +60,7 @@ impl Shape {
             fold: 0,
             fold_chars: None,
             truncate: 0,
+            preview: PREVIEW,
             importance: true,
             fuzzy: options.fuzzy_dedup,
             lossy: options.lossy_tool_output,
@@ -68,7 +74,8 @@ pub(super) struct FormKey {
     rung: Rung,
     known: usize,
     condense: bool,
-    truncate: bool,
+    /// Cut to a preview of this many characters at most.
+    truncate: Option<usize>,
     fuzzy: bool,
     lossy: bool,
     superseded: Option<usize>,
@@ -225,7 +232,7 @@ fn form_key(env: &Env<'_, '_>, m: usize, shape: &Shape, d: &Decisions) -> FormKe
         rung: shape.rung,
         known: env.known_class(m, d.known_id, &d.known),
         condense: d.pres.condense[m],
-        truncate: d.truncated[m],
+        truncate: d.truncated[m].then_some(shape.preview),
         fuzzy: shape.fuzzy,
         lossy: shape.lossy || matches!(shape.rung, Rung::Fill(_)),
         superseded: d.superseded.get(&m).map(|(by, _)| *by),
@@ -458,9 +465,9 @@ fn replacement(
             };
             done(text, "superseded", reason.into(), None)
         }
-        Fate::Truncate => {
+        Fate::Truncate(chars) => {
             let size = crate::text::count_chars(original);
-            let preview = summarize::cut_at_word(original.trim(), 60);
+            let preview = summarize::cut_at_word(original.trim(), chars);
             let text = format!("[truncated#{id} — {size} chars: {preview}]");
             done(text, "truncated", "token budget".into(), None)
         }
@@ -648,6 +655,18 @@ pub(super) fn fold_chars_cap(env: &Env<'_, '_>, shape: &Shape) -> usize {
     }
     let listed = env.fold_candidates(range.clone(), (d.known_id, &d.known));
     fold::longest_body(range.len(), &listed.keys)
+}
+
+/// The characters of the longest text `shape` cuts to a preview (0 when it cuts none): past
+/// that a longer preview changes nothing.
+pub(super) fn preview_cap(env: &Env<'_, '_>, shape: &Shape) -> usize {
+    let d = decide(env, shape);
+    (0..env.parsed.len())
+        .filter(|&m| d.truncated[m])
+        .flat_map(|m| env.units.of_msg[m].clone())
+        .map(|u| crate::text::count_chars(env.units.all[u].text.trim()))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The tokens of the plan `shape` makes (an upper bound where runs are merged).
