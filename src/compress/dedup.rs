@@ -9,6 +9,19 @@ use super::parse::Unit;
 /// How many newer texts fuzzy dedup compares a text with (the nearest ones).
 const FUZZY_WINDOW: usize = 256;
 
+/// A text as a map key: equal when the two are the same slice (a unit finds its own text, the
+/// newest of its kind, without comparing it byte by byte) or have the same bytes.
+#[derive(Clone, Copy, Hash)]
+struct Text<'v>(&'v str);
+
+impl PartialEq for Text<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Text<'_> {}
+
 /// What [`find`] found per unit, kept across the plans of one call: the budget loop plans the
 /// same messages many times, and a unit's result depends only on its message and block (which
 /// fix its text), the conversation, `min_chars` and the fuzzy threshold, all part of the key or
@@ -27,7 +40,7 @@ type Found = Option<(usize, Option<u32>)>;
 struct Targets<'v> {
     all_texts: Vec<(usize, &'v str)>,
     /// The newest message holding each text (texts are in message order).
-    newest: HashMap<&'v str, usize>,
+    newest: HashMap<Text<'v>, usize>,
     /// Each text's set of lines (fuzzy only).
     line_sets: Vec<HashSet<&'v str>>,
 }
@@ -35,10 +48,10 @@ struct Targets<'v> {
 impl<'v> Targets<'v> {
     fn new(values: &'v [Value], fuzzy: bool) -> Targets<'v> {
         let all_texts = all_texts(values);
-        let mut newest: HashMap<&str, usize> =
+        let mut newest: HashMap<Text<'_>, usize> =
             HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
         for &(m, t) in &all_texts {
-            newest.insert(t, m);
+            newest.insert(Text(t), m);
         }
         let line_sets = if fuzzy {
             all_texts.iter().map(|&(_, t)| line_set(t)).collect()
@@ -54,7 +67,7 @@ impl<'v> Targets<'v> {
 
     /// [`find`]'s answer for one unit.
     fn find(&self, unit: &Unit<'_>, fuzzy: Option<f64>) -> Found {
-        if let Some(&m) = self.newest.get(unit.text).filter(|&&m| m > unit.msg) {
+        if let Some(&m) = self.newest.get(&Text(unit.text)).filter(|&&m| m > unit.msg) {
             return Some((m, None));
         }
         let threshold = fuzzy?;
@@ -92,15 +105,16 @@ pub(super) fn find(
     let mut targets: Option<Targets<'_>> = None;
     let mut memo = memo.found.borrow_mut();
     for (u, unit) in units.iter().enumerate() {
-        if unit.text.chars().count() < min_chars.max(1) {
-            continue;
-        }
         let key = (unit.msg, unit.block, min_chars, fuzzy.map(f64::to_bits));
         found[u] = match memo.get(&key) {
             Some(&f) => f,
             None => {
-                let t = targets.get_or_insert_with(|| Targets::new(values, fuzzy.is_some()));
-                let f = t.find(unit, fuzzy);
+                let f = if unit.text.chars().count() < min_chars.max(1) {
+                    None
+                } else {
+                    let t = targets.get_or_insert_with(|| Targets::new(values, fuzzy.is_some()));
+                    t.find(unit, fuzzy)
+                };
                 memo.insert(key, f);
                 f
             }

@@ -60,6 +60,8 @@ pub(super) struct Env<'a, 'v> {
     /// Whether measuring a form keeps its rendering too (see [`Env::keep_forms`]).
     pub(super) keep_forms: std::cell::Cell<bool>,
     prepared: Vec<OnceCell<Rc<Prepared<'v>>>>,
+    /// Each unit's key tokens ([`Env::unit_keys`]).
+    unit_keys: Vec<OnceCell<UnitKeys>>,
     ids: RefCell<FastMap<(usize, usize), String>>,
     relevance: OnceCell<Vec<f64>>,
     /// Renderings of the forms a plan is rendered or scanned in (the chosen plan, the
@@ -103,11 +105,14 @@ struct KnownClasses {
     by_signature: FastMap<(usize, Vec<u32>), usize>,
 }
 
+/// A text's key tokens with their kinds, as the memo shares them.
+pub(super) type UnitKeys = Rc<Vec<(String, crate::text::keys::KeyKind)>>;
+
 /// What a message's budget-fill summaries ask of a known set ([`Env::known_class`]): its units'
 /// key tokens and its tool outputs' values.
 #[derive(Default)]
 struct Asked {
-    keys: Vec<Rc<Vec<(String, crate::text::keys::KeyKind)>>>,
+    keys: Vec<UnitKeys>,
     values: Vec<Rc<values::OutputValues>>,
 }
 
@@ -131,6 +136,7 @@ impl<'a, 'v> Env<'a, 'v> {
             memoise,
             keep_forms: std::cell::Cell::new(false),
             prepared: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
+            unit_keys: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
             ids: RefCell::default(),
             relevance: OnceCell::new(),
             messages: RefCell::default(),
@@ -237,6 +243,16 @@ impl<'a, 'v> Env<'a, 'v> {
             return make();
         }
         Rc::clone(self.prepared[u].get_or_init(make))
+    }
+
+    /// Unit `u`'s key tokens (the memo's, kept by unit: the memo finds a text by hashing and
+    /// comparing all of it, and a budget asks for a unit's keys once per known set).
+    pub(super) fn unit_keys(&self, u: usize) -> UnitKeys {
+        let text = self.units.all[u].text;
+        match self.unit_keys.get(u) {
+            Some(cell) => Rc::clone(cell.get_or_init(|| self.terms.memo.keys(text))),
+            None => self.terms.memo.keys(text),
+        }
     }
 
     /// The marker id of the messages `range` (see [`ids::marker_id`]), computed once.
@@ -368,14 +384,14 @@ impl<'a, 'v> Env<'a, 'v> {
             }
             if unit.kind == super::parse::UnitKind::ToolOutput {
                 if info.json.is_some() {
-                    asked.keys.push(self.terms.memo.keys(unit.text));
+                    asked.keys.push(self.unit_keys(u));
                 } else if info.structured {
                     continue;
                 }
                 asked.values.push(self.output_values(unit.text));
             } else {
                 self.prepared(u, info.user);
-                asked.keys.push(self.terms.memo.keys(unit.text));
+                asked.keys.push(self.unit_keys(u));
             }
         }
         asked

@@ -416,10 +416,7 @@ fn fill_candidates(env: &Env<'_, '_>, u: usize, user: bool, known: &Known) -> Rc
         } else {
             Vec::new()
         };
-        extend_unique(
-            &mut candidates,
-            known.fill_keys(env.units.all[u].text, env.terms),
-        );
+        extend_unique(&mut candidates, known.fill_keys_of(&env.unit_keys(u)));
         candidates
     })
 }
