@@ -52,6 +52,13 @@ fn watermark_dev_sessions() {
     }
 }
 
+/// The word splitter's SIMD search (wasm only) finds the pieces `str::split` finds.
+#[wasm_bindgen_test]
+fn word_pieces_agree_with_split_in_wasm() {
+    condense::text::keys::check_pieces(0x5eed, 3000).expect("same pieces");
+    condense::text::keys::check_pieces(7, 3000).expect("same pieces");
+}
+
 #[wasm_bindgen_test]
 fn compress_round_trip() {
     for record in records(SHAREGPT) {

@@ -156,6 +156,9 @@ impl Phrases {
 const SECRET_SEPARATOR: [bool; 128] =
     super::keys::ascii_table(super::keys::ASCII_WHITESPACE, b"\"'`=:,");
 
+/// [`SECRET_SEPARATOR`] and non-ASCII white space, as `pieces` separators.
+const SECRET_SEPARATORS: super::keys::Separators = super::keys::Separators::new(SECRET_SEPARATOR);
+
 /// Prefixes of API keys and tokens; a token is a key when at least 16 bytes follow one.
 const SECRET_PREFIXES: [&str; 10] = [
     "sk-",
@@ -176,7 +179,7 @@ fn is_secret(text: &str, phrases: &Phrases) -> bool {
     }
     // The shortest token either rule can take is a 3-byte prefix and 16 more: shorter ones
     // (nearly every token of prose) are passed over on their length.
-    super::keys::pieces_of_at_least(text, &SECRET_SEPARATOR, 19).any(is_secret_token)
+    super::keys::pieces_of_at_least(text, &SECRET_SEPARATORS, 19).any(is_secret_token)
 }
 
 /// Whether one token is a key: a known prefix and 16+ more bytes, or a long opaque token mixing
@@ -354,6 +357,11 @@ pub fn is_structural_line(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_separator_nibbles_agree() {
+        assert!(SECRET_SEPARATORS.nibbles_agree());
+    }
 
     /// [`is_code`] as first written: every line judged, then the share (the oracle).
     #[cfg(not(target_arch = "wasm32"))]

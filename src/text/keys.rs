@@ -220,13 +220,244 @@ pub(crate) const ASCII_WHITESPACE: [bool; 128] = ascii_table([false; 128], b" \t
 /// backtick.
 const ASCII_SEPARATOR: [bool; 128] = ascii_table(ASCII_WHITESPACE, b"\"'()[]{}<>,;|*=`");
 
+/// White space ([`ASCII_WHITESPACE`] and beyond ASCII) as [`pieces`] separators.
+pub(crate) const WHITESPACE: Separators = Separators::new(ASCII_WHITESPACE);
+
+/// Token separators ([`ASCII_SEPARATOR`] and non-ASCII white space) as [`pieces`] separators.
+const SEPARATORS: Separators = Separators::new(ASCII_SEPARATOR);
+
+/// The separators of [`pieces`]: an ASCII table, and beyond ASCII the lead bytes of white space
+/// (`C2`, `E1`, `E2`, `E3`), which are decoded where found. Also as two 16-byte nibble tables
+/// ("shufti"): byte `b` may separate exactly when `lo[b & 15] & hi[b >> 4]` is not 0, so wasm
+/// SIMD tests sixteen bytes with two shuffles ([`Separators::find`]).
+pub(crate) struct Separators {
+    ascii: [bool; 128],
+    #[cfg_attr(
+        not(any(test, all(target_arch = "wasm32", target_feature = "simd128"))),
+        allow(dead_code)
+    )]
+    lo: [u8; 16],
+    #[cfg_attr(
+        not(any(test, all(target_arch = "wasm32", target_feature = "simd128"))),
+        allow(dead_code)
+    )]
+    hi: [u8; 16],
+}
+
+impl Separators {
+    /// The separators of `ascii` with non-ASCII white space. Each high nibble that holds a
+    /// separator gets a bit of its own (at most eight such nibbles, checked when the constant
+    /// is built): `hi[h]` is that bit, `lo[l]` has it when byte `h << 4 | l` may separate.
+    pub(crate) const fn new(ascii: [bool; 128]) -> Separators {
+        let mut lo = [0u8; 16];
+        let mut hi = [0u8; 16];
+        let mut next_bit = 0u32;
+        let mut h = 0;
+        while h < 16 {
+            let mut l = 0;
+            while l < 16 {
+                let b = h << 4 | l;
+                let member = if b < 128 {
+                    ascii[b]
+                } else {
+                    matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+                };
+                if member {
+                    if hi[h] == 0 {
+                        assert!(next_bit < 8, "separators span more than eight high nibbles");
+                        hi[h] = 1 << next_bit;
+                        next_bit += 1;
+                    }
+                    lo[l] |= hi[h];
+                }
+                l += 1;
+            }
+            h += 1;
+        }
+        Separators { ascii, lo, hi }
+    }
+
+    /// Whether the nibble tables say what [`may_separate`](Self::may_separate) says, for every
+    /// byte.
+    #[cfg(test)]
+    pub(crate) fn nibbles_agree(&self) -> bool {
+        (0..=255u8).all(|b| {
+            (self.lo[usize::from(b & 15)] & self.hi[usize::from(b >> 4)] != 0)
+                == self.may_separate(b)
+        })
+    }
+
+    /// Whether byte `c` may separate (an ASCII separator, or a lead byte of non-ASCII white
+    /// space).
+    #[inline]
+    fn may_separate(&self, c: u8) -> bool {
+        if c < 0x80 {
+            self.ascii[c as usize]
+        } else {
+            matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+        }
+    }
+
+    /// The first byte at or after `from` that may separate, a byte at a time.
+    #[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
+    #[inline]
+    fn find_scalar(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        let rest = bytes.get(from..)?;
+        rest.iter()
+            .position(|&c| self.may_separate(c))
+            .map(|off| from + off)
+    }
+
+    /// The first byte at or after `from` that may separate.
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    #[inline]
+    fn find(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        self.find_scalar(bytes, from)
+    }
+
+    /// The first byte at or after `from` that may separate: sixteen bytes at a time, each
+    /// looked up by its two nibbles (`i8x16.swizzle`), the hits gathered with `i8x16.bitmask`.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[inline]
+    fn find(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        use core::arch::wasm32::{
+            i8x16_swizzle, u64x2, u8x16_bitmask, u8x16_eq, u8x16_shr, u8x16_splat, v128, v128_and,
+        };
+        let load = |chunk: &[u8; 16]| {
+            let mut lo = [0u8; 8];
+            let mut hi = [0u8; 8];
+            lo.copy_from_slice(&chunk[..8]);
+            hi.copy_from_slice(&chunk[8..]);
+            u64x2(u64::from_le_bytes(lo), u64::from_le_bytes(hi))
+        };
+        let (lo, hi): (v128, v128) = (load(&self.lo), load(&self.hi));
+        let mut i = from;
+        while let Some(chunk) = bytes
+            .get(i..i + 16)
+            .and_then(|c| <&[u8; 16]>::try_from(c).ok())
+        {
+            let v = load(chunk);
+            let classes = v128_and(
+                i8x16_swizzle(lo, v128_and(v, u8x16_splat(0x0f))),
+                i8x16_swizzle(hi, u8x16_shr(v, 4)),
+            );
+            let hits = !u8x16_bitmask(u8x16_eq(classes, u8x16_splat(0)));
+            if hits != 0 {
+                return Some(i + hits.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+        // The last bytes, fewer than sixteen.
+        let rest = bytes.get(i..)?;
+        rest.iter()
+            .position(|&c| self.may_separate(c))
+            .map(|off| i + off)
+    }
+}
+
+/// Checks [`pieces`] (in wasm, its SIMD search) against `str::split` on `texts` random texts
+/// made from `seed`: ASCII words and separators, non-ASCII white space and other multi-byte
+/// characters, across 16-byte blocks. The first text whose pieces differ is the error. The wasm
+/// tests call it (`tests/wasm.rs`); natively a unit test does.
+#[cfg(any(test, feature = "test-hooks"))]
+#[doc(hidden)]
+pub fn check_pieces(seed: u64, texts: usize) -> Result<(), String> {
+    const PARTS: [&str; 40] = [
+        "a",
+        "bc",
+        "defgh",
+        "ijklmnopqrstuvwxyz0123",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r",
+        "\x0b",
+        "\x0c",
+        ",",
+        ";",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "<",
+        ">",
+        "|",
+        "*",
+        "=",
+        "`",
+        "\"",
+        "'",
+        ":",
+        "\u{85}",
+        "\u{a0}",
+        "\u{1680}",
+        "\u{2003}",
+        "\u{2028}",
+        "\u{205f}",
+        "\u{3000}",
+        "é",
+        "中",
+        "😀",
+        "\u{2030}",
+        "\u{e3}",
+    ];
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let separator = |c: char| {
+        if c.is_ascii() {
+            ASCII_SEPARATOR[c as usize]
+        } else {
+            c.is_whitespace()
+        }
+    };
+    for _ in 0..texts {
+        let len = (next() % 90) as usize;
+        let text: String = (0..len)
+            .map(|_| PARTS[(next() % PARTS.len() as u64) as usize])
+            .collect();
+        let cases: [(&str, Vec<&str>, Vec<&str>); 3] = [
+            (
+                "separators",
+                pieces(&text, &SEPARATORS).collect(),
+                text.split(separator).filter(|p| !p.is_empty()).collect(),
+            ),
+            (
+                "white space",
+                pieces(&text, &WHITESPACE).collect(),
+                text.split(char::is_whitespace)
+                    .filter(|p| !p.is_empty())
+                    .collect(),
+            ),
+            (
+                "at least 5 bytes",
+                pieces_of_at_least(&text, &SEPARATORS, 5).collect(),
+                text.split(separator).filter(|p| p.len() >= 5).collect(),
+            ),
+        ];
+        for (what, got, want) in cases {
+            if got != want {
+                return Err(format!("{what} of {text:?}: {got:?}, not {want:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The non-empty pieces of `text` between separators: `table` decides for ASCII characters,
 /// and beyond ASCII every white-space character separates. The same pieces as
 /// `text.split(|c| if c.is_ascii() { table[c] } else { c.is_whitespace() })` without the empty
 /// ones, found a byte at a time: only the lead bytes of non-ASCII white space (`C2`, `E1`, `E2`,
 /// `E3`: U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000) are decoded. Word splitting of the
 /// sentence scorer and of [`walk_keys`] runs over every sentence a summary looks at.
-pub(crate) fn pieces<'a>(text: &'a str, table: &'static [bool; 128]) -> Pieces<'a> {
+pub(crate) fn pieces<'a>(text: &'a str, table: &'static Separators) -> Pieces<'a> {
     pieces_of_at_least(text, table, 1)
 }
 
@@ -234,7 +465,7 @@ pub(crate) fn pieces<'a>(text: &'a str, table: &'static [bool; 128]) -> Pieces<'
 /// scan.
 pub(crate) fn pieces_of_at_least<'a>(
     text: &'a str,
-    table: &'static [bool; 128],
+    table: &'static Separators,
     min: usize,
 ) -> Pieces<'a> {
     Pieces {
@@ -249,7 +480,7 @@ pub(crate) fn pieces_of_at_least<'a>(
 pub(crate) struct Pieces<'a> {
     text: &'a str,
     pos: usize,
-    table: &'static [bool; 128],
+    table: &'static Separators,
     min: usize,
 }
 
@@ -275,21 +506,12 @@ impl<'a> Iterator for Pieces<'a> {
             }
             // The next byte that may separate: an ASCII separator, or a lead byte of non-ASCII
             // white space (continuation bytes and other lead bytes never do).
-            let found = bytes.get(i..).and_then(|rest| {
-                rest.iter().position(|&c| {
-                    if c < 0x80 {
-                        table[c as usize]
-                    } else {
-                        matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
-                    }
-                })
-            });
-            let Some(off) = found else {
+            let Some(at) = table.find(bytes, i) else {
                 // The last piece (none once `pos` is at the end).
                 self.pos = bytes.len();
                 return self.text.get(start..).filter(|p| p.len() >= self.min);
             };
-            i += off;
+            i = at;
             let width = match bytes.get(i) {
                 Some(&c) if c < 0x80 => 1,
                 _ => match self.text.get(i..).and_then(|r| r.chars().next()) {
@@ -321,7 +543,7 @@ impl Pieces<'_> {
     #[inline]
     fn separator_at(&self, j: usize) -> usize {
         match self.text.as_bytes().get(j) {
-            Some(&c) if c < 0x80 => usize::from(self.table[c as usize]),
+            Some(&c) if c < 0x80 => usize::from(self.table.ascii[c as usize]),
             Some(0xC2 | 0xE1 | 0xE2 | 0xE3) => {
                 match self.text.get(j..).and_then(|r| r.chars().next()) {
                     Some(ch) if ch.is_whitespace() => ch.len_utf8(),
@@ -412,7 +634,7 @@ fn walk_keys(
             f(span, KeyKind::Code);
         }
     });
-    for raw in pieces(text, &ASCII_SEPARATOR) {
+    for raw in pieces(text, &SEPARATORS) {
         let t = token_of(raw);
         if t.is_empty() || plain_word(t) || seen.contains(t) {
             continue;
@@ -477,7 +699,7 @@ impl<'a> TextKeys<'a> {
         let mut spans = Vec::new();
         code_spans(text, |span| spans.push((offset(span), span)));
         let mut tokens = Vec::new();
-        for raw in pieces(text, &ASCII_SEPARATOR) {
+        for raw in pieces(text, &SEPARATORS) {
             let t = token_of(raw);
             if t.is_empty() || plain_word(t) {
                 continue;
@@ -735,6 +957,23 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
+    /// The nibble tables the SIMD search reads say, for every byte, what the ASCII table and
+    /// the lead bytes say; and the search finds the pieces `str::split` does.
+    #[test]
+    fn separator_nibbles_and_search_agree() {
+        assert!(WHITESPACE.nibbles_agree());
+        assert!(SEPARATORS.nibbles_agree());
+        check_pieces(0x5eed, 2000).unwrap();
+        let text = "alpha beta,gamma\u{a0}delta(epsilon)`zeta`\u{3000}eta";
+        for from in 0..text.len() {
+            assert_eq!(
+                SEPARATORS.find(text.as_bytes(), from),
+                SEPARATORS.find_scalar(text.as_bytes(), from),
+                "{from}"
+            );
+        }
+    }
+
     /// The index of the first rule, in order, that matches `t`.
     #[cfg(not(target_arch = "wasm32"))]
     fn first_rule_in_order(t: &str) -> Option<usize> {
@@ -781,7 +1020,7 @@ mod tests {
         ) {
             let sep = |c: char| if c.is_ascii() { ASCII_SEPARATOR[c as usize] } else { c.is_whitespace() };
             prop_assert_eq!(
-                pieces_of_at_least(&text, &ASCII_SEPARATOR, min).collect::<Vec<_>>(),
+                pieces_of_at_least(&text, &SEPARATORS, min).collect::<Vec<_>>(),
                 text.split(sep).filter(|p| p.len() >= min).collect::<Vec<_>>()
             );
         }
@@ -793,16 +1032,16 @@ mod tests {
         ) {
             let sep = |c: char| if c.is_ascii() { ASCII_SEPARATOR[c as usize] } else { c.is_whitespace() };
             prop_assert_eq!(
-                pieces(&text, &ASCII_SEPARATOR).collect::<Vec<_>>(),
+                pieces(&text, &SEPARATORS).collect::<Vec<_>>(),
                 text.split(sep).filter(|p| !p.is_empty()).collect::<Vec<_>>()
             );
             prop_assert_eq!(
-                pieces(&text, &ASCII_WHITESPACE).collect::<Vec<_>>(),
+                pieces(&text, &WHITESPACE).collect::<Vec<_>>(),
                 text.split(char::is_whitespace).filter(|p| !p.is_empty()).collect::<Vec<_>>()
             );
             for min in [2, 3, 5, 8, 19] {
                 prop_assert_eq!(
-                    pieces_of_at_least(&text, &ASCII_SEPARATOR, min).collect::<Vec<_>>(),
+                    pieces_of_at_least(&text, &SEPARATORS, min).collect::<Vec<_>>(),
                     text.split(sep).filter(|p| p.len() >= min).collect::<Vec<_>>()
                 );
             }
@@ -932,10 +1171,10 @@ mod tests {
         // Every character, alone and between two letters: `pieces` splits exactly at the rule.
         for c in (0u32..=0x10FFFF).filter_map(char::from_u32) {
             let text = format!("a{c}b");
-            let got: Vec<&str> = pieces(&text, &ASCII_SEPARATOR).collect();
+            let got: Vec<&str> = pieces(&text, &SEPARATORS).collect();
             let want: Vec<&str> = text.split(rule).filter(|p| !p.is_empty()).collect();
             assert_eq!(got, want, "{c:?}");
-            let ws: Vec<&str> = pieces(&text, &ASCII_WHITESPACE).collect();
+            let ws: Vec<&str> = pieces(&text, &WHITESPACE).collect();
             let want_ws: Vec<&str> = text
                 .split(char::is_whitespace)
                 .filter(|p| !p.is_empty())

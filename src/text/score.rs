@@ -93,7 +93,7 @@ pub(crate) fn score_sentence_keys(
 ) -> f64 {
     let mut score = 0.0;
     // The white-space separated words, each looked at with the one after it (a unit).
-    let mut words = keys::pieces(sentence, &keys::ASCII_WHITESPACE).peekable();
+    let mut words = keys::pieces(sentence, &keys::WHITESPACE).peekable();
     let mut count = 0usize;
     let mut first = None;
     let mut emphasis = false;
