@@ -555,6 +555,35 @@ fn new_options_are_checked() {
 
 /// Under a tiny budget, the values of the newest tool output (what the next call reuses)
 /// survive, in both shapes: folded summaries list tool-output values first.
+/// The tokens compress counts in `messages` (its `tokensBefore`).
+fn tokens_before(messages: &[Value]) -> usize {
+    compress(
+        messages,
+        &CompressOptions::default(),
+        CompressContext::new(),
+    )
+    .unwrap()
+    .stats
+    .tokens_before
+}
+
+/// Options with a token budget and nothing else.
+fn within(budget: usize) -> CompressOptions {
+    CompressOptions {
+        token_budget: Some(budget),
+        ..Default::default()
+    }
+}
+
+/// Every message's text, joined by line breaks.
+fn joined_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .map(condense::compress::message_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn tiny_budgets_keep_the_newest_tool_values() {
     let openai = vec![
@@ -569,27 +598,11 @@ fn tiny_budgets_keep_the_newest_tool_values() {
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": openai[2]["content"].clone()}, {"type": "text", "text": openai[3]["content"].clone()}]}),
     ];
     for messages in [openai, anthropic] {
-        let before = compress(
-            &messages,
-            &CompressOptions::default(),
-            CompressContext::new(),
-        )
-        .unwrap()
-        .stats
-        .tokens_before;
+        let before = tokens_before(&messages);
         for budget in [before / 4, before / 5] {
-            let opts = CompressOptions {
-                token_budget: Some(budget),
-                ..Default::default()
-            };
-            let out = compress(&messages, &opts, CompressContext::new()).unwrap();
+            let out = compress(&messages, &within(budget), CompressContext::new()).unwrap();
             assert_eq!(out.stats.fits, Some(true), "budget {budget}");
-            let text = out
-                .messages
-                .iter()
-                .map(condense::compress::message_text)
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = joined_text(&out.messages);
             assert!(
                 condense::text::keys::contains_token(&text, "12446"),
                 "budget {budget}: {text}"
@@ -623,20 +636,8 @@ fn cut_texts_leave_their_room_to_the_others() {
             "Here is the {name}, which reads config_{name}.toml through load_{name}_settings:\n{}", code(name)
         )}));
     }
-    let before = compress(
-        &messages,
-        &CompressOptions::default(),
-        CompressContext::new(),
-    )
-    .unwrap()
-    .stats
-    .tokens_before;
-    let budget = before / 4;
-    let opts = CompressOptions {
-        token_budget: Some(budget),
-        ..Default::default()
-    };
-    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
+    let budget = tokens_before(&messages) / 4;
+    let out = compress(&messages, &within(budget), CompressContext::new()).unwrap();
     assert_eq!(out.stats.fits, Some(true));
     assert!(out.stats.truncated > 0, "{:?}", out.stats);
     assert!(
@@ -645,12 +646,7 @@ fn cut_texts_leave_their_room_to_the_others() {
         out.stats.tokens_after,
         out.messages
     );
-    let text = out
-        .messages
-        .iter()
-        .map(condense::compress::message_text)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = joined_text(&out.messages);
     for key in ["PROJ-041", "config_parser.toml", "load_renderer_settings"] {
         assert!(
             condense::text::keys::contains_token(&text, key),
