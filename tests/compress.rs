@@ -553,8 +553,6 @@ fn new_options_are_checked() {
     assert_eq!((o.importance_threshold, o.min_confidence), (0.5, 0.8));
 }
 
-/// Under a tiny budget, the values of the newest tool output (what the next call reuses)
-/// survive, in both shapes: folded summaries list tool-output values first.
 /// The tokens compress counts in `messages` (its `tokensBefore`).
 fn tokens_before(messages: &[Value]) -> usize {
     compress(
@@ -584,6 +582,8 @@ fn joined_text(messages: &[Value]) -> String {
         .join("\n")
 }
 
+/// Under a tiny budget, the values of the newest tool output (what the next call reuses)
+/// survive, in both shapes: folded summaries list tool-output values first.
 #[test]
 fn tiny_budgets_keep_the_newest_tool_values() {
     let openai = vec![
