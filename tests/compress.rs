@@ -2,7 +2,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use condense::compress::{
-    compress, compress_json, uncompress, uncompress_json, CompressContext, CompressOptions,
+    compress, compress_json, uncompress, uncompress_json, CompressContext, CompressMethod,
+    CompressOptions,
 };
 use condense::message::{validate, ValidateOptions};
 use serde_json::{json, Value};
@@ -637,23 +638,30 @@ fn cut_texts_leave_their_room_to_the_others() {
         )}));
     }
     let budget = tokens_before(&messages) / 4;
-    let out = compress(&messages, &within(budget), CompressContext::new()).unwrap();
-    assert_eq!(out.stats.fits, Some(true));
-    assert!(out.stats.truncated > 0, "{:?}", out.stats);
-    assert!(
-        out.stats.tokens_after * 10 > budget * 9,
-        "{} of {budget} tokens used: {:?}",
-        out.stats.tokens_after,
-        out.messages
-    );
-    let text = joined_text(&out.messages);
-    for key in ["PROJ-041", "config_parser.toml", "load_renderer_settings"] {
+    // The same with hierarchical levels, whose other texts take the shallowest level that fits.
+    for method in [CompressMethod::Extractive, CompressMethod::Hierarchical] {
+        let opts = CompressOptions {
+            method,
+            ..within(budget)
+        };
+        let out = compress(&messages, &opts, CompressContext::new()).unwrap();
+        assert_eq!(out.stats.fits, Some(true), "{method:?}");
+        assert!(out.stats.truncated > 0, "{method:?}: {:?}", out.stats);
         assert!(
-            condense::text::keys::contains_token(&text, key),
-            "{key} not in {text}"
+            out.stats.tokens_after * 10 > budget * 9,
+            "{method:?}: {} of {budget} tokens used: {:?}",
+            out.stats.tokens_after,
+            out.messages
         );
+        let text = joined_text(&out.messages);
+        for key in ["PROJ-041", "config_parser.toml", "load_renderer_settings"] {
+            assert!(
+                condense::text::keys::contains_token(&text, key),
+                "{method:?}: {key} not in {text}"
+            );
+        }
+        assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
     }
-    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
 }
 
 /// Under a budget that folds the old messages, a query decides which folded message's key

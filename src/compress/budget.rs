@@ -213,8 +213,14 @@ fn choose(
     let mut escalation = stages.len() + 1;
     if best_total <= budget {
         // Cutting texts to a preview leaves room (the cut texts were over the budget alone):
-        // the other texts get the widest share, and the folded summary what is left.
-        let (wide, wide_total) = c.widest_share(best, best_total);
+        // the other texts get the widest share (the shallowest level, hierarchical), and the
+        // folded summary what is left.
+        let (wide, wide_total) = if c.hierarchical {
+            let (level, _) = c.shallowest_level(best);
+            (level, c.total(&level))
+        } else {
+            c.widest_share(best, best_total)
+        };
         let wide = if wide.fold > 0 {
             c.widest_fold(wide, wide_total)
         } else {
