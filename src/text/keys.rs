@@ -226,6 +226,13 @@ pub(crate) const WHITESPACE: Separators = Separators::new(ASCII_WHITESPACE);
 /// Token separators ([`ASCII_SEPARATOR`] and non-ASCII white space) as [`pieces`] separators.
 const SEPARATORS: Separators = Separators::new(ASCII_SEPARATOR);
 
+/// Whether byte `c` leads the UTF-8 of a non-ASCII white-space character (U+0085, U+00A0:
+/// `C2`; U+1680: `E1`; U+2000–U+205F: `E2`; U+3000: `E3`). Other characters with these lead
+/// bytes are not white space: the character is decoded where one is found.
+const fn is_white_space_lead(c: u8) -> bool {
+    matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+}
+
 /// The separators of [`pieces`]: an ASCII table, and beyond ASCII the lead bytes of white space
 /// (`C2`, `E1`, `E2`, `E3`), which are decoded where found. Also as two 16-byte nibble tables
 /// ("shufti"): byte `b` may separate exactly when `lo[b & 15] & hi[b >> 4]` is not 0, so wasm
@@ -260,7 +267,7 @@ impl Separators {
                 let member = if b < 128 {
                     ascii[b]
                 } else {
-                    matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+                    is_white_space_lead(b as u8)
                 };
                 if member {
                     if hi[h] == 0 {
@@ -294,12 +301,11 @@ impl Separators {
         if c < 0x80 {
             self.ascii[c as usize]
         } else {
-            matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3)
+            is_white_space_lead(c)
         }
     }
 
     /// The first byte at or after `from` that may separate, a byte at a time.
-    #[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
     #[inline]
     fn find_scalar(&self, bytes: &[u8], from: usize) -> Option<usize> {
         let rest = bytes.get(from..)?;
@@ -348,10 +354,7 @@ impl Separators {
             i += 16;
         }
         // The last bytes, fewer than sixteen.
-        let rest = bytes.get(i..)?;
-        rest.iter()
-            .position(|&c| self.may_separate(c))
-            .map(|off| i + off)
+        self.find_scalar(bytes, i)
     }
 }
 
@@ -544,7 +547,7 @@ impl Pieces<'_> {
     fn separator_at(&self, j: usize) -> usize {
         match self.text.as_bytes().get(j) {
             Some(&c) if c < 0x80 => usize::from(self.table.ascii[c as usize]),
-            Some(0xC2 | 0xE1 | 0xE2 | 0xE3) => {
+            Some(&c) if is_white_space_lead(c) => {
                 match self.text.get(j..).and_then(|r| r.chars().next()) {
                     Some(ch) if ch.is_whitespace() => ch.len_utf8(),
                     _ => 0,
