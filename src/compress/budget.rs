@@ -139,8 +139,7 @@ fn choose(
     };
     // The default pass, unless what it keeps verbatim is already over the budget (its other
     // messages only add to that): then it cannot fit and is not measured.
-    if c.verbatim(&base) <= budget {
-        let first = c.total(&base);
+    if let Some(first) = c.bounded_total(&base) {
         if first <= budget {
             let (shape, level) = c.default_fits(base, first);
             return (shape, 0, level);
@@ -299,15 +298,26 @@ impl Chooser<'_, '_, '_> {
         t
     }
 
-    /// The tokens of the messages the plan `shape` keeps as they are: a lower bound of its
-    /// total ([`render::total_of`] adds the other messages' forms and the fold to them).
-    fn verbatim(&self, shape: &Shape) -> usize {
+    /// [`total`](Self::total), unless the tokens of the messages the plan keeps as they are,
+    /// a lower bound of its total ([`render::total_of`] adds the other messages' forms and the
+    /// fold to them), are already over the budget: then `None`, and nothing else of the plan
+    /// is rendered.
+    fn bounded_total(&self, shape: &Shape) -> Option<usize> {
+        if let Some(&t) = self.sizes.borrow().get(shape) {
+            return Some(t);
+        }
         let d = render::decide(self.env, shape);
         let counts = &self.env.parsed.counts;
-        (0..counts.len())
+        let verbatim: usize = (0..counts.len())
             .filter(|&m| d.pres.kept[m].is_some())
             .map(|m| counts[m])
-            .sum()
+            .sum();
+        if verbatim > self.budget {
+            return None;
+        }
+        let t = render::total_of(self.env, shape, &d);
+        self.sizes.borrow_mut().insert(*shape, t);
+        Some(t)
     }
 
     /// The smallest share of the ladder (or level of the hierarchy).
@@ -363,12 +373,14 @@ impl Chooser<'_, '_, '_> {
         let budget = self.budget;
         let min_rung = self.min_rung();
         let none = stage.at(0, min_rung);
-        // What a stage without folds keeps verbatim is a lower bound of its plan: over the
-        // budget, the stage cannot fit and its other messages are not rendered.
-        if !stage.may_fold && self.verbatim(&none) > budget {
-            return None;
-        }
-        let t = self.total(&none);
+        // A stage without folds whose verbatim messages are over the budget cannot fit (its
+        // other messages are not rendered); a fold stage's plan folding none is measured
+        // whole, for the fold count's prediction.
+        let t = if stage.may_fold {
+            self.total(&none)
+        } else {
+            self.bounded_total(&none)?
+        };
         if t <= budget {
             return Some((none, t));
         }
@@ -377,10 +389,7 @@ impl Chooser<'_, '_, '_> {
         }
         let n = self.env.parsed.len();
         let most = stage.at(n, min_rung);
-        if self.verbatim(&most) > budget {
-            return None;
-        }
-        let mut best = (most, self.total(&most));
+        let mut best = (most, self.bounded_total(&most)?);
         if best.1 > budget {
             return None;
         }
