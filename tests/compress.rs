@@ -80,6 +80,54 @@ fn laws_on_real_conversations() {
     );
 }
 
+/// Whether a text is replaced does not hang on its marker id, which depends on the message's
+/// position: here a user message whose summary saves about as much as its id costs sits after
+/// two merged messages; in the output it moved up by one (another id), and compressing the
+/// output again must keep it as the first call did.
+#[test]
+fn a_message_kept_stays_kept_once_earlier_messages_merged() {
+    let steps = |n: usize| -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "Step {i} updates config_{i}.yaml and calls parseConfig after {:02} ms. ",
+                    i * 10
+                )
+            })
+            .collect()
+    };
+    let call = |n: usize| {
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"n\":{n}}}")}}]}),
+            json!({"role": "tool", "tool_call_id": format!("call_{n}"), "content": "r"}),
+        ]
+    };
+    let mut messages = vec![
+        json!({"role": "system", "content": "sys"}),
+        json!({"role": "user", "content": "start"}),
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "assistant", "content": "ok"}),
+    ];
+    messages.extend(call(1));
+    messages.push(json!({"role": "assistant", "content": steps(4)}));
+    messages.push(json!({"role": "assistant", "content": steps(5)}));
+    messages.extend(call(2));
+    messages.push(json!({"role": "user", "content": "a"}));
+    messages.extend(call(3));
+    messages.push(json!({"role": "user", "content": steps(3)}));
+    messages.push(json!({"role": "assistant", "content": "ok"}));
+    messages.extend(call(4));
+    messages.push(json!({"role": "user", "content": "a"}));
+    let opts = CompressOptions::default();
+    let out = compress(&messages, &opts, CompressContext::new()).unwrap();
+    assert_eq!(out.stats.merged, 1);
+    assert_eq!(out.messages.len(), messages.len() - 1);
+    assert_eq!(uncompress(&out.messages, &out.verbatim), messages);
+    let again = compress(&out.messages, &opts, CompressContext::new()).unwrap();
+    assert_eq!(again.messages, out.messages);
+}
+
 #[test]
 fn dedup_keeps_the_newest_copy() {
     let listing = "src/main.rs\nsrc/lib.rs\nsrc/compress/mod.rs\nsrc/compress/summarize.rs\nREADME.md\nCargo.toml\n".repeat(3);

@@ -402,14 +402,17 @@ fn summaries_are_used_only_when_shorter_and_the_round_trip_holds() {
                     "{id}"
                 );
                 assert_eq!(uncompress_json(&a.json, &a.verbatim).unwrap(), json);
-                // Idempotent on its own output.
-                let again = compress(
-                    &out.messages,
-                    &CompressOptions::default(),
-                    CompressContext::new(),
-                )
-                .unwrap();
-                assert_eq!(again.messages, out.messages, "{id}");
+                // Idempotent on its own output (without a budget: a budget's fill keeps texts
+                // whose fill-level summary is not shorter, which the default level may shorten).
+                if budget.is_none() {
+                    let again = compress(
+                        &out.messages,
+                        &CompressOptions::default(),
+                        CompressContext::new(),
+                    )
+                    .unwrap();
+                    assert_eq!(again.messages, out.messages, "{id}");
+                }
             }
         }
     }

@@ -99,11 +99,13 @@ pub(super) fn merged(
     let n = range.len();
     let mut marker = format!("[summary#{id}: {body} ({n} messages merged)]");
     let before: usize = parsed.counts[range.clone()].iter().sum();
+    // Both sides with their ids at their costliest: whether messages merge does not hang on
+    // where they sit.
     let separate: usize = range
         .clone()
-        .filter_map(|m| rendered[m].as_ref().map(|r| r.tokens))
+        .filter_map(|m| rendered[m].as_ref().map(|r| r.tokens + r.slack))
         .sum();
-    let tokens = tok.count(&marker);
+    let tokens = tok.count(&marker) + tok.id_slack(&id);
     if tokens >= before
         || tokens > separate
         || (options.min_confidence > 0.0 && confidence(&body, &joined) < options.min_confidence)

@@ -98,6 +98,9 @@ pub(super) struct MsgOut {
     id: String,
     /// Tokens of its output text.
     pub tokens: usize,
+    /// What its marker ids may cost beyond `tokens` ([`super::counter::Tokens::id_slack`] per id it holds):
+    /// size guards compare `tokens + slack`, which does not depend on its position.
+    pub slack: usize,
     /// Its output text ([`message_text`] of the output message; for a message that is one
     /// string, only when the call plans more than once).
     pub text: String,
@@ -259,6 +262,7 @@ fn render_message(
         return out;
     }
     let id = env.range_id(m..m + 1);
+    let slack = tok.id_slack(&id);
     let dups = dups(env, shape);
     let situation = Situation {
         rung: shape.rung,
@@ -303,17 +307,17 @@ fn render_message(
             action,
             mut reason,
             body,
-        } = match replacement(fate, unit.text, &id, parsed, tok, unit_tokens) {
+        } = match replacement(fate, unit.text, &id, slack, parsed, tok, unit_tokens) {
             Ok(r) => r,
             Err(kept) => {
                 out.decisions.push((unit.block, "preserved", kept));
                 continue;
             }
         };
-        // Size guard: only when shorter in tokens.
+        // Size guard: only when shorter in tokens, whatever the id.
         let before = unit_tokens();
         let mut after = tok.count(&text);
-        if after >= before {
+        if after + slack >= before {
             out.decisions
                 .push((unit.block, "preserved", "summary not shorter".into()));
             continue;
@@ -352,7 +356,7 @@ fn render_message(
         last_tokens = after;
     }
     if key.condense {
-        let condensed = condensable(value, &id, tok);
+        let condensed = condensable(value, &id, slack, tok);
         if condensed.0.iter().chain(&condensed.1).any(|c| *c) {
             out.counts.condensed += 1;
             out.decisions.push((
@@ -379,6 +383,10 @@ fn render_message(
         out.text = output_text(value, &out.replacements, out.condensed.as_ref(), &out.id);
         out.tokens = tok.count(&out.text);
     }
+    let condensed = out.condensed.as_ref().map_or(0, |(calls, blocks)| {
+        calls.iter().chain(blocks).filter(|c| **c).count()
+    });
+    out.slack = slack * (out.replacements.len() + condensed);
     out
 }
 
@@ -424,6 +432,7 @@ fn replacement(
     fate: Fate,
     original: &str,
     id: &str,
+    slack: usize,
     parsed: &super::parse::Parsed<'_>,
     tok: &super::counter::Tokens<'_>,
     tokens: impl Fn() -> usize,
@@ -458,7 +467,7 @@ fn replacement(
             reason,
         } => {
             let text = format!("[summary#{id}: {full}]");
-            let text = if tok.count(&text) < tokens() {
+            let text = if tok.count(&text) + slack < tokens() {
                 text
             } else {
                 format!("[summary#{id}: {compact}]")
@@ -489,8 +498,13 @@ fn condensed_args(id: &str) -> String {
 /// Which of a message's tool calls (OpenAI `tool_calls[].function.arguments`, Anthropic
 /// `tool_use.input`) get their arguments condensed to a reference: those where that is
 /// shorter.
-fn condensable(msg: &Value, id: &str, tok: &super::counter::Tokens<'_>) -> (Vec<bool>, Vec<bool>) {
-    let new_tokens = tok.count(&condensed_args(id));
+fn condensable(
+    msg: &Value,
+    id: &str,
+    slack: usize,
+    tok: &super::counter::Tokens<'_>,
+) -> (Vec<bool>, Vec<bool>) {
+    let new_tokens = tok.count(&condensed_args(id)) + slack;
     let calls = match msg.get("tool_calls") {
         Some(Value::Array(calls)) => calls
             .iter()
@@ -637,11 +651,12 @@ pub(super) fn fold_out(env: &Env<'_, '_>, shape: &Shape, d: &Decisions) -> Optio
     let text = fold::marker(&id, &body);
     let tokens = env.tok.count(&text);
     let before: usize = env.parsed.counts[range].iter().sum();
+    let rejected = tokens + env.tok.id_slack(&id) >= before;
     Some(FoldOut {
         id,
         text,
         tokens,
-        rejected: tokens >= before,
+        rejected,
     })
 }
 
