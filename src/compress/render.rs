@@ -98,8 +98,9 @@ pub(super) struct MsgOut {
     id: String,
     /// Tokens of its output text.
     pub tokens: usize,
-    /// What its marker ids may cost beyond `tokens` ([`super::counter::Tokens::id_slack`] per id it holds):
-    /// size guards compare `tokens + slack`, which does not depend on its position.
+    /// What its marker ids may cost beyond `tokens` ([`super::counter::Tokens::id_slack`] per
+    /// id it holds): size guards compare `tokens + slack`, which does not depend on its
+    /// position.
     pub slack: usize,
     /// Its output text ([`message_text`] of the output message; for a message that is one
     /// string, only when the call plans more than once).
@@ -262,7 +263,9 @@ fn render_message(
         return out;
     }
     let id = env.range_id(m..m + 1);
-    let slack = tok.id_slack(&id);
+    // Asked only where a guard runs (a caller's counter is called for the id).
+    let slack_cell = std::cell::OnceCell::new();
+    let slack = || *slack_cell.get_or_init(|| tok.id_slack(&id));
     let dups = dups(env, shape);
     let situation = Situation {
         rung: shape.rung,
@@ -307,7 +310,7 @@ fn render_message(
             action,
             mut reason,
             body,
-        } = match replacement(fate, unit.text, &id, slack, parsed, tok, unit_tokens) {
+        } = match replacement(fate, unit.text, &id, &slack, parsed, tok, unit_tokens) {
             Ok(r) => r,
             Err(kept) => {
                 out.decisions.push((unit.block, "preserved", kept));
@@ -317,7 +320,7 @@ fn render_message(
         // Size guard: only when shorter in tokens, whatever the id.
         let before = unit_tokens();
         let mut after = tok.count(&text);
-        if after + slack >= before {
+        if after + slack() >= before {
             out.decisions
                 .push((unit.block, "preserved", "summary not shorter".into()));
             continue;
@@ -356,7 +359,7 @@ fn render_message(
         last_tokens = after;
     }
     if key.condense {
-        let condensed = condensable(value, &id, slack, tok);
+        let condensed = condensable(value, &id, slack(), tok);
         if condensed.0.iter().chain(&condensed.1).any(|c| *c) {
             out.counts.condensed += 1;
             out.decisions.push((
@@ -368,12 +371,17 @@ fn render_message(
         }
     }
     (out.requests, out.accepted, out.rejected) = abstractive.finish();
-    out.id = id;
     if out.replacements.is_empty() && out.condensed.is_none() {
+        out.id = id;
         out.kept = true;
         out.tokens = parsed.counts[m];
         return out;
     }
+    let condensed = out.condensed.as_ref().map_or(0, |(calls, blocks)| {
+        calls.iter().chain(blocks).filter(|c| **c).count()
+    });
+    out.slack = slack() * (out.replacements.len() + condensed);
+    out.id = id;
     if out.condensed.is_none() && out.replacements.len() == 1 && whole_text(out.replacements[0].0) {
         out.tokens = last_tokens;
         if env.memoise {
@@ -383,10 +391,6 @@ fn render_message(
         out.text = output_text(value, &out.replacements, out.condensed.as_ref(), &out.id);
         out.tokens = tok.count(&out.text);
     }
-    let condensed = out.condensed.as_ref().map_or(0, |(calls, blocks)| {
-        calls.iter().chain(blocks).filter(|c| **c).count()
-    });
-    out.slack = slack * (out.replacements.len() + condensed);
     out
 }
 
@@ -432,7 +436,7 @@ fn replacement(
     fate: Fate,
     original: &str,
     id: &str,
-    slack: usize,
+    slack: &dyn Fn() -> usize,
     parsed: &super::parse::Parsed<'_>,
     tok: &super::counter::Tokens<'_>,
     tokens: impl Fn() -> usize,
@@ -467,7 +471,7 @@ fn replacement(
             reason,
         } => {
             let text = format!("[summary#{id}: {full}]");
-            let text = if tok.count(&text) + slack < tokens() {
+            let text = if tok.count(&text) + slack() < tokens() {
                 text
             } else {
                 format!("[summary#{id}: {compact}]")
