@@ -105,7 +105,8 @@ pub(super) fn merged(
         .clone()
         .filter_map(|m| rendered[m].as_ref().map(|r| r.tokens + r.slack))
         .sum();
-    let tokens = tok.count(&marker) + tok.id_slack(&id);
+    let slack = tok.id_slack(&id);
+    let tokens = tok.count(&marker) + slack;
     if tokens >= before
         || tokens > separate
         || (options.min_confidence > 0.0 && confidence(&body, &joined) < options.min_confidence)
@@ -125,8 +126,9 @@ pub(super) fn merged(
             parsed.views[range.start].role.as_ref(),
             "merged",
         ),
-        // Not longer than the messages' own summaries either (a budget chose on those).
-        (&wrap, before.min(separate + 1)),
+        // Not longer than the messages' own summaries either (a budget chose on those); the
+        // id at its costliest, as above.
+        (&wrap, before.min(separate + 1).saturating_sub(slack)),
     ) {
         marker = m;
     }

@@ -339,7 +339,7 @@ fn render_message(
                     &body,
                     &text,
                     (m + parsed.offset, unit.block, role, kind),
-                    (&wrap, before),
+                    (&wrap, before.saturating_sub(slack())),
                 ) {
                     text = t;
                     after = tok.count(&text);
