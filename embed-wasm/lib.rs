@@ -74,6 +74,20 @@ mod wasm {
                 .map_err(|e| js_error(Error::new(condense::ErrorKind::Internal, "", e.to_string())))
         }
 
+        /// Sets the model's sha256 in the identity (64 lower-case hex digits): the package
+        /// loads with a stand-in digest while WebCrypto hashes the bytes on its own thread.
+        #[wasm_bindgen(js_name = setModelSha256)]
+        pub fn set_model_sha256(&mut self, sha256: &str) -> Result<(), JsValue> {
+            self.inner.set_model_sha256(sha256).map_err(js_error)
+        }
+
+        /// The lower-case hex sha256 of `bytes`, hashed in wasm (where WebCrypto is missing:
+        /// ~20× slower).
+        #[wasm_bindgen(js_name = sha256Hex)]
+        pub fn sha256_hex(bytes: &[u8]) -> String {
+            condense::embed::sha256_hex(bytes)
+        }
+
         /// `{castsFolded, nodesRepaired, integerMatmuls, loadMs}` (JSON text).
         #[wasm_bindgen(js_name = loadInfo)]
         pub fn load_info(&self) -> String {

@@ -208,6 +208,9 @@ export async function readResponse(response, file, path, onProgress) {
   return bytes;
 }
 
+/** The digest a model is loaded with until its own is known (loadEmbedder). */
+const PENDING_DIGEST = '0'.repeat(64);
+
 /** The sha256 of `bytes` as hex with WebCrypto (Node >= 19, browsers in secure contexts), or
  * undefined where it is missing (the engine then hashes in wasm, ~20x slower). */
 async function sha256Hex(bytes) {
@@ -556,10 +559,19 @@ export function wrap(glue, host) {
     const settings = {};
     if (opts.maxTokens !== undefined) settings.maxTokens = opts.maxTokens;
     if (opts.batchSize !== undefined) settings.batchSize = opts.batchSize;
-    const digest = await sha256Hex(model);
+    // WebCrypto hashes the model on its own thread while the engine loads it (a stand-in
+    // digest meanwhile, set once known); where WebCrypto is missing, the engine hashes it.
+    const digest = sha256Hex(model);
+    // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
+    const m = guard(() => engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), PENDING_DIGEST))();
+    const hex = (await digest) ?? engine.Model.sha256Hex(model);
     return guard(() => {
-      // The model runs in its own wasm module (the engine); the core wraps it as an embedder.
-      const m = engine.Model.fromBytes(model, tokenizer, JSON.stringify(settings), digest);
+      try {
+        m.setModelSha256(hex);
+      } catch (e) {
+        m.free();
+        throw e;
+      }
       const embedder = modelEmbedder(engine, m);
       onProgress?.({ phase: 'load', file: 'model', loaded: model.length, total: model.length });
       return embedder;

@@ -463,3 +463,32 @@ fn operator_profile_times_the_models_operators() {
         .expect("lexical")
         .is_empty());
 }
+
+/// A model loaded with a stand-in digest takes its own once known (the npm package hashes with
+/// WebCrypto while the engine loads); a bad digest, or an embedder without a model, is refused.
+#[test]
+fn a_model_digest_set_after_the_load_is_its_identity() {
+    let mut e = Embedder::from_bytes_with_digest(
+        model_file("model.onnx"),
+        model_file("tokenizer.json"),
+        EmbedOptions::default(),
+        Some(&"0".repeat(64)),
+    )
+    .unwrap();
+    assert_eq!(
+        e.identity().model_sha256.as_deref(),
+        Some("0".repeat(64).as_str())
+    );
+    e.set_model_sha256(MINILM_SHA256).unwrap();
+    assert_eq!(e.identity(), embedder().identity());
+    let bad = e.set_model_sha256("ABC").unwrap_err();
+    assert_eq!(
+        (bad.kind(), bad.path()),
+        (ErrorKind::InvalidOptions, "sha256")
+    );
+    assert_eq!(e.identity(), embedder().identity());
+    let none = Embedder::lexical()
+        .set_model_sha256(MINILM_SHA256)
+        .unwrap_err();
+    assert_eq!(none.kind(), ErrorKind::InvalidOptions);
+}

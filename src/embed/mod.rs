@@ -411,17 +411,7 @@ impl Embedder {
         sha256: Option<&str>,
     ) -> Result<Embedder, Error> {
         if let Some(d) = sha256 {
-            if d.len() != 64
-                || !d
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            {
-                return Err(Error::new(
-                    ErrorKind::InvalidOptions,
-                    "sha256",
-                    "expected 64 lower-case hex digits",
-                ));
-            }
+            check_digest(d)?;
         }
         if options.batch_size == 0 {
             return Err(Error::new(
@@ -514,6 +504,30 @@ impl Embedder {
     /// What built this embedder's vectors; indexes store it.
     pub fn identity(&self) -> &EmbedderIdentity {
         &self.identity
+    }
+
+    /// Sets the model's sha256 in the identity of a model embedder, for a caller that loaded it
+    /// with a stand-in digest while hashing the ONNX bytes elsewhere in parallel (the npm
+    /// package hashes with WebCrypto on its own thread while the engine loads the model). The
+    /// digest is the caller's word, as with
+    /// [`from_bytes_with_digest`](Embedder::from_bytes_with_digest).
+    ///
+    /// # Errors
+    /// `invalid_options` at `sha256` when it is not 64 lower-case hex digits or this embedder
+    /// has no model (lexical, or a caller's function without a model digest).
+    pub fn set_model_sha256(&mut self, sha256: &str) -> Result<(), Error> {
+        check_digest(sha256)?;
+        match &mut self.identity.model_sha256 {
+            Some(d) => {
+                *d = sha256.to_string();
+                Ok(())
+            }
+            None => Err(Error::new(
+                ErrorKind::InvalidOptions,
+                "sha256",
+                "this embedder has no model digest",
+            )),
+        }
     }
 
     /// The family of this embedder.
@@ -696,6 +710,23 @@ fn call_size(lens: &[usize], batch_size: usize) -> usize {
         n += 1;
     }
     n.min(lens.len())
+}
+
+/// `sha256` is 64 lower-case hex digits, else `invalid_options` at `sha256`.
+fn check_digest(sha256: &str) -> Result<(), Error> {
+    if sha256.len() == 64
+        && sha256
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::InvalidOptions,
+            "sha256",
+            "expected 64 lower-case hex digits",
+        ))
+    }
 }
 
 /// Lower-case hex sha256 of `bytes`.

@@ -27,6 +27,20 @@ async function rejectsCode(promise, code, path) {
 let shared;
 const minilm = async () => (shared ??= await loadEmbedder());
 
+test('loadEmbedder() where WebCrypto is missing: the engine hashes the model, the same identity', async () => {
+  const was = Object.getOwnPropertyDescriptor(globalThis, 'crypto');
+  Object.defineProperty(globalThis, 'crypto', { value: undefined, configurable: true, writable: true });
+  let embedder;
+  try {
+    embedder = await loadEmbedder();
+  } finally {
+    Object.defineProperty(globalThis, 'crypto', was);
+  }
+  assert.equal(globalThis.crypto?.subtle !== undefined, true);
+  assert.equal(embedder.identity().modelSha256, reference.model_sha256);
+  embedder.free();
+});
+
 test('loadEmbedder() reads the model shipped in the package and matches onnxruntime', async () => {
   const seen = [];
   const embedder = await loadEmbedder({ onProgress: (p) => seen.push(`${p.phase}:${p.file}`) });
