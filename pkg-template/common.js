@@ -569,7 +569,8 @@ export function wrap(glue, host) {
       try {
         m.setModelSha256(hex);
       } catch (e) {
-        m.free();
+        // Stale when the engine was reset meanwhile (a trap elsewhere): then free() throws too.
+        try { m.free(); } catch { /* the reset freed it */ }
         throw e;
       }
       const embedder = modelEmbedder(engine, m);
