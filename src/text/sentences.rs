@@ -3,7 +3,8 @@
 //! Paragraphs are separated by blank lines. Inside a paragraph, a list item or a line that
 //! starts a new block (`- `, `* `, `1. `, `#`, `|`) starts a new sentence, and a sentence ends
 //! at `.`, `!` or `?` followed by white space and then a capital, a digit, a quote or a bracket
-//! — except after common abbreviations (`e.g.`, `Mr.`, `vs.`) and single initials.
+//! — except after common abbreviations (`e.g.`, `Mr.`, `vs.`), single initials and a numbered
+//! list item's own number (`2. Install it` is one sentence, not `2.` and `Install it`).
 
 use std::ops::Range;
 
@@ -153,8 +154,16 @@ fn terminator_run(s: &str, i: usize) -> (usize, bool) {
     let opens = next.is_uppercase()
         || next.is_ascii_digit()
         || matches!(next, '"' | '\'' | '(' | '[' | '`' | '*');
-    let abbreviation = bytes.get(i) == Some(&b'.') && is_abbreviation(&s[..i]);
+    let abbreviation =
+        bytes.get(i) == Some(&b'.') && (is_abbreviation(&s[..i]) || is_item_number(&s[..i]));
     (j, opens && !abbreviation)
+}
+
+/// Whether what comes before a `.` is a numbered list item's number: one to three digits
+/// alone at the start of a line (`starts_block`'s item numbers).
+fn is_item_number(before: &str) -> bool {
+    let line = before.rsplit('\n').next().unwrap_or(before).trim_start();
+    (1..4).contains(&line.len()) && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether the word just before a `.` is an abbreviation or a single initial.
@@ -235,6 +244,26 @@ mod tests {
                 "# Notes",
                 "Done"
             ]
+        );
+    }
+
+    #[test]
+    fn a_numbered_item_is_one_sentence_with_its_number() {
+        let t = "Here are steps:\n1. Follow blogs: read them. Some are good.\n2. Join forums.\n10. Rest.";
+        assert_eq!(
+            texts(t),
+            [
+                "Here are steps:",
+                "1. Follow blogs: read them.",
+                "Some are good.",
+                "2. Join forums.",
+                "10. Rest."
+            ]
+        );
+        // Not an item's number: mid-line, or a year.
+        assert_eq!(
+            texts("It was step 2. Then 3.\n2024. A year."),
+            ["It was step 2.", "Then 3.", "2024.", "A year."]
         );
     }
 
