@@ -49,7 +49,7 @@ use super::output::Plan;
 use super::parse::{message_text, tool_outputs};
 use super::render::{self, Shape};
 use super::search;
-use crate::text::hash::FastMap;
+use crate::text::hash::{FastMap, FastSet};
 
 /// The smallest fill share the budget tries before truncating.
 const MIN_RATIO: f64 = 0.004;
@@ -614,73 +614,130 @@ fn fold_all(env: &Env<'_, '_>, deepest: Shape, budget: usize) -> Option<Shape> {
 }
 
 /// The values of the conversation's tool outputs (see `values.rs`), each weighted by its
-/// newest output: 1 for the newest tool output, ½ for the one before, ¼ … — and an automaton
-/// that finds them in a plan's text.
+/// newest output: 1 for the newest tool output, ½ for the one before, ¼ … — and what finds them
+/// in a plan's text: a value is found where it stands between non-word bytes (or the text's
+/// ends) on each side where its own first or last byte is a word byte (`[A-Za-z0-9_]`). A value
+/// made of word bytes alone is found exactly where it is a whole run of word bytes, so those
+/// are looked up run by run in a map; the others are searched by an automaton.
 struct ToolValues {
     weights: Vec<f64>,
     total: f64,
-    automaton: AhoCorasick,
-    patterns: Vec<String>,
+    /// The values made of word bytes alone, by their text, with their positions.
+    words: FastMap<String, usize>,
+    /// The other values, with their positions, and their automaton (`None` when there are
+    /// none).
+    others: Option<(AhoCorasick, Vec<(usize, String)>)>,
+}
+
+/// A byte of a word: ASCII letters and digits, and `_`.
+fn word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
 }
 
 impl ToolValues {
     /// `None` when the conversation has no tool output values.
     fn new(env: &Env<'_, '_>) -> Option<ToolValues> {
         let parsed = env.parsed;
-        let mut patterns: Vec<String> = Vec::new();
-        let mut weights = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        // The outputs' values, newest output first, each with its output's weight.
+        let mut outputs = Vec::new();
         let mut weight = 1.0f64;
         for (i, value) in parsed.values.iter().enumerate().rev() {
             let texts = tool_outputs(value, parsed.is_tool_message(i));
             for text in texts.iter().rev() {
-                for v in env.output_values(text).all() {
-                    if seen.insert(v.clone()) {
-                        patterns.push(v.clone());
-                        weights.push(weight);
-                    }
-                }
+                outputs.push((env.output_values(text), weight));
                 weight /= 2.0;
             }
         }
+        let mut seen: FastSet<&str> = FastSet::default();
+        let mut patterns: Vec<String> = Vec::new();
+        let mut weights = Vec::new();
+        for (values, weight) in &outputs {
+            for v in values.all() {
+                if !v.is_empty() && seen.insert(v) {
+                    patterns.push(v.clone());
+                    weights.push(*weight);
+                }
+            }
+        }
+        ToolValues::of(patterns, weights)
+    }
+
+    /// The finder of `patterns` (none empty), weighted by `weights`; `None` without any.
+    fn of(patterns: Vec<String>, weights: Vec<f64>) -> Option<ToolValues> {
         if patterns.is_empty() {
             return None;
         }
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::NoncontiguousNFA))
-            .build(&patterns)
-            .ok()?;
+        let mut words = FastMap::default();
+        let mut other = Vec::new();
+        for (p, v) in patterns.into_iter().enumerate() {
+            if v.bytes().all(word_byte) {
+                words.insert(v, p);
+            } else {
+                other.push((p, v));
+            }
+        }
+        let others = if other.is_empty() {
+            None
+        } else {
+            let automaton = AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+                .build(other.iter().map(|(_, v)| v))
+                .ok()?;
+            Some((automaton, other))
+        };
         Some(ToolValues {
             total: weights.iter().sum(),
             weights,
-            automaton,
-            patterns,
+            words,
+            others,
         })
+    }
+
+    /// Marks in `found` the values `text` holds (see [`ToolValues`]).
+    fn scan(&self, text: &str, found: &mut [bool]) {
+        let hb = text.as_bytes();
+        // Values of word bytes: each whole run of word bytes looked up.
+        let mut i = 0;
+        while i < hb.len() {
+            if !word_byte(hb[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < hb.len() && word_byte(hb[i]) {
+                i += 1;
+            }
+            // A run of ASCII bytes, so between two char boundaries.
+            if let Some(&p) = text.get(start..i).and_then(|run| self.words.get(run)) {
+                found[p] = true;
+            }
+        }
+        let Some((automaton, other)) = &self.others else {
+            return;
+        };
+        for m in automaton.find_overlapping_iter(text) {
+            let (p, v) = &other[m.pattern().as_usize()];
+            let p = *p;
+            if found[p] {
+                continue;
+            }
+            let kb = v.as_bytes();
+            let (i, j) = (m.start(), m.end());
+            let ok_l = !word_byte(kb[0]) || i == 0 || !word_byte(hb[i - 1]);
+            let ok_r = !word_byte(kb[kb.len() - 1]) || j >= hb.len() || !word_byte(hb[j]);
+            if ok_l && ok_r {
+                found[p] = true;
+            }
+        }
     }
 
     /// How much of the tool outputs' values the plan `shape` keeps, weighted.
     fn utility(&self, env: &Env<'_, '_>, shape: &Shape) -> f64 {
         let d = render::decide(env, shape);
         let parsed = env.parsed;
-        let mut found = vec![false; self.patterns.len()];
-        let mut scan = |text: &str| {
-            let hb = text.as_bytes();
-            let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-            for m in self.automaton.find_overlapping_iter(text) {
-                let p = m.pattern().as_usize();
-                if found[p] {
-                    continue;
-                }
-                let kb = self.patterns[p].as_bytes();
-                let (i, j) = (m.start(), m.end());
-                let ok_l = !word(kb[0]) || i == 0 || !word(hb[i - 1]);
-                let ok_r = !word(kb[kb.len() - 1]) || j >= hb.len() || !word(hb[j]);
-                if ok_l && ok_r {
-                    found[p] = true;
-                }
-            }
-        };
+        let mut found = vec![false; self.weights.len()];
+        let mut scan = |text: &str| self.scan(text, &mut found);
         // The folded summary, made once: a rejected fold keeps its messages as they were.
         let fold = render::fold_out(env, shape, &d);
         let fold_rejected = fold.as_ref().is_some_and(|f| f.rejected);
@@ -706,5 +763,52 @@ impl ToolValues {
             .filter(|(f, _)| **f)
             .map(|(_, w)| w)
             .sum()
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The values found as one automaton over all of them finds them (the oracle): every
+    /// occurrence, kept where the value's word-byte ends have no word byte beside them.
+    fn found_by_one_automaton(patterns: &[String], text: &str) -> Vec<bool> {
+        let ac = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(patterns)
+            .unwrap();
+        let hb = text.as_bytes();
+        let mut found = vec![false; patterns.len()];
+        for m in ac.find_overlapping_iter(text) {
+            let kb = patterns[m.pattern().as_usize()].as_bytes();
+            let (i, j) = (m.start(), m.end());
+            let ok_l = !word_byte(kb[0]) || i == 0 || !word_byte(hb[i - 1]);
+            let ok_r = !word_byte(kb[kb.len() - 1]) || j >= hb.len() || !word_byte(hb[j]);
+            found[m.pattern().as_usize()] |= ok_l && ok_r;
+        }
+        found
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Looking word-byte values up run by run and searching the others finds what one
+        /// automaton over all of them finds.
+        #[test]
+        fn values_are_found_as_one_automaton_finds_them(
+            values in prop::collection::vec("[a-c0-2_]{1,4}|[a-c0-2]{1,3}[.: -][a-c0-2]{0,3}|-[0-2]{1,2}|é[a-b]?", 1..12),
+            words in prop::collection::vec("[a-c0-2_]{1,5}|[.: ,\\-é\n]|[a-c0-2]{1,3}[.:-][0-2]{1,2}", 0..30),
+        ) {
+            let mut seen = std::collections::HashSet::new();
+            let patterns: Vec<String> = values.into_iter().filter(|v| seen.insert(v.clone())).collect();
+            let text: String = words.concat();
+            let weights = vec![1.0; patterns.len()];
+            let Some(tv) = ToolValues::of(patterns.clone(), weights) else {
+                return Err(TestCaseError::fail("no finder"));
+            };
+            let mut found = vec![false; patterns.len()];
+            tv.scan(&text, &mut found);
+            prop_assert_eq!(found, found_by_one_automaton(&patterns, &text), "{:?} in {:?}", patterns, text);
+        }
     }
 }

@@ -104,13 +104,20 @@ impl Known {
 
     /// [`fill_keys`](Self::fill_keys) of a text whose key tokens are `text_keys`.
     pub(super) fn fill_keys_of(&self, text_keys: &[(String, keys::KeyKind)]) -> Vec<String> {
+        self.fill_keys_in(text_keys).map(str::to_string).collect()
+    }
+
+    /// [`fill_keys_of`](Self::fill_keys_of), borrowed from `text_keys`.
+    pub(super) fn fill_keys_in<'k>(
+        &'k self,
+        text_keys: &'k [(String, keys::KeyKind)],
+    ) -> impl Iterator<Item = &'k str> + 'k {
         text_keys
             .iter()
             .filter(|(k, kind)| {
                 (*kind != keys::KeyKind::Code || k.len() <= 40) && !self.set.contains(k)
             })
-            .map(|(k, _)| k.clone())
-            .collect()
+            .map(|(k, _)| k.as_str())
     }
 
     /// A summary of `text` at `level` from the caller's cache (keyed by the summariser, the
@@ -332,7 +339,10 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
                     .into_iter()
                     .filter(|k| !known.set.contains(k))
                     .collect();
-                extend_unique(&mut candidates, known.fill_keys(t, terms));
+                extend_unique(
+                    &mut candidates,
+                    known.fill_keys(t, terms).iter().map(String::as_str),
+                );
                 candidates
             });
             if let Some(compact) =
@@ -374,13 +384,11 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
 
 /// `more` appended to `list`, each key once (a set beside the list: tool outputs carry
 /// thousands of values, and a scan of the list per key was quadratic).
-fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
-    let mut seen: FastSet<String> = list.iter().cloned().collect();
-    for k in more {
-        if seen.insert(k.clone()) {
-            list.push(k);
-        }
-    }
+fn extend_unique<'a>(list: &mut Vec<String>, more: impl IntoIterator<Item = &'a str>) {
+    let mut seen: FastSet<&str> = list.iter().map(String::as_str).collect();
+    let fresh: Vec<&str> = more.into_iter().filter(|k| seen.insert(k)).collect();
+    drop(seen);
+    list.extend(fresh.into_iter().map(str::to_string));
 }
 
 /// Budget-fill prose: the best sentences (a user's fact sentences first), then the key tokens
@@ -416,7 +424,8 @@ fn fill_candidates(env: &Env<'_, '_>, u: usize, user: bool, known: &Known) -> Rc
         } else {
             Vec::new()
         };
-        extend_unique(&mut candidates, known.fill_keys_of(&env.unit_keys(u)));
+        let keys = env.unit_keys(u);
+        extend_unique(&mut candidates, known.fill_keys_in(&keys));
         candidates
     })
 }
@@ -536,7 +545,10 @@ pub(super) fn merged_body(
             } else {
                 Vec::new()
             };
-            extend_unique(&mut candidates, known.fill_keys(joined, terms));
+            extend_unique(
+                &mut candidates,
+                known.fill_keys(joined, terms).iter().map(String::as_str),
+            );
             let share = summarize::sentence_share(&candidates, budget);
             let body = if share == 0 {
                 String::new()

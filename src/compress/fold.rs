@@ -62,23 +62,36 @@ pub(super) struct Listed {
     pub keys: Vec<String>,
     /// The folded messages' characters.
     pub chars: usize,
-    /// For each candidate, the earlier ones that hold it as a token ([`keys::token_holders`]),
-    /// made when the list is made a second time (a list made once is decided as it goes).
-    holders: std::cell::OnceCell<Vec<Vec<u32>>>,
+    /// For each candidate, the earlier ones that hold it as a token ([`keys::TokenHolders`]),
+    /// from when the list is made a second time (a list made once is decided as it goes), as
+    /// far as a list has looked.
+    holders: std::cell::RefCell<Option<keys::TokenHolders>>,
     /// Whether the list was made once already.
     made: std::cell::Cell<bool>,
     /// The list's separator ([`separator`]).
     sep: &'static str,
+    /// Each candidate's characters.
+    lens: Vec<usize>,
+    /// The fewest characters of a candidate from each position on: a list whose room is
+    /// smaller than that (with a separator) takes none of them.
+    fewest_after: Vec<usize>,
 }
 
 impl Listed {
     pub(super) fn new(keys: Vec<String>, chars: usize) -> Listed {
+        let lens: Vec<usize> = keys.iter().map(|k| k.chars().count()).collect();
+        let mut fewest_after = lens.clone();
+        for i in (0..fewest_after.len().saturating_sub(1)).rev() {
+            fewest_after[i] = fewest_after[i].min(fewest_after[i + 1]);
+        }
         Listed {
-            holders: std::cell::OnceCell::new(),
+            holders: std::cell::RefCell::new(None),
             made: std::cell::Cell::new(false),
             sep: separator(&keys),
             keys,
             chars,
+            lens,
+            fewest_after,
         }
     }
 }
@@ -125,28 +138,33 @@ pub(super) fn candidates(
 ) -> Listed {
     let mut chars = 0;
     let mut out: Vec<String> = Vec::new();
-    let mut listed: FastSet<String> = FastSet::default();
+    // Each message's parts, newest first: the list borrows its candidates from them.
+    let newest_first: Vec<(usize, std::rc::Rc<Parts>)> =
+        range.clone().rev().map(|g| (g, parts(g))).collect();
+    let of = |g: usize| &newest_first[range.end - 1 - g].1;
+    let mut listed: FastSet<&str> = FastSet::default();
     let mut order: Vec<usize> = range.clone().rev().collect();
     if let Some(relevance) = relevance {
         let of = |g: usize| relevance.get(g).copied().unwrap_or(0.0);
         order.sort_by(|&a, &b| of(b).total_cmp(&of(a)));
     }
-    for g in range.rev() {
-        for k in &parts(g).values {
-            if !known.set.contains(k) && listed.insert(k.clone()) {
+    for (_, p) in &newest_first {
+        for k in &p.values {
+            if !known.set.contains(k) && listed.insert(k) {
                 out.push(k.clone());
             }
         }
     }
     for &g in &order {
-        let p = parts(g);
+        let p = of(g);
         chars += p.chars;
-        for k in known.fill_keys_of(&p.keys) {
-            if listed.insert(k.clone()) {
-                out.push(k);
+        for k in known.fill_keys_in(&p.keys) {
+            if listed.insert(k) {
+                out.push(k.to_string());
             }
         }
     }
+    drop(listed);
     Listed::new(out, chars)
 }
 
@@ -200,10 +218,10 @@ fn separator(candidates: &[String]) -> &'static str {
 /// The candidates that fit in `room` characters, in order, each skipped when it does not fit or
 /// an appended one already holds it as a token; and the characters the list uses.
 fn greedy_list(listed: &Listed, room: usize) -> (String, usize) {
-    let mut appended = if listed.made.replace(true) {
-        let holders = listed
-            .holders
-            .get_or_init(|| keys::token_holders(&listed.keys));
+    let again = listed.made.replace(true);
+    let mut holders = listed.holders.borrow_mut();
+    let mut appended = if again {
+        let holders = holders.get_or_insert_with(|| keys::TokenHolders::new(&listed.keys));
         Appended::Flags(holders, vec![false; listed.keys.len()])
     } else {
         Appended::Tokens(keys::AppendedTokens::default())
@@ -212,11 +230,13 @@ fn greedy_list(listed: &Listed, room: usize) -> (String, usize) {
     let mut out = String::new();
     let mut used = 0;
     for (i, k) in listed.keys.iter().enumerate() {
-        if used + sep.len() > room && !out.is_empty() {
+        let gap = if out.is_empty() { 0 } else { sep.len() };
+        // No candidate from here on fits in what is left.
+        if used + gap + listed.fewest_after[i] > room {
             break;
         }
-        let len = k.chars().count() + if out.is_empty() { 0 } else { sep.len() };
-        if used + len > room || appended.holds(i, k) {
+        let len = listed.lens[i] + gap;
+        if used + len > room || appended.holds(&listed.keys, i, k) {
             continue;
         }
         if !out.is_empty() {
@@ -230,18 +250,18 @@ fn greedy_list(listed: &Listed, room: usize) -> (String, usize) {
 }
 
 /// The keys [`greedy_list`] appended so far: split into their tokens as it goes (a list made
-/// once), or flags over the list's [`keys::token_holders`] (a list made again).
+/// once), or flags over the list's [`keys::TokenHolders`] (a list made again).
 enum Appended<'l> {
     Tokens(keys::AppendedTokens<'l>),
-    Flags(&'l [Vec<u32>], Vec<bool>),
+    Flags(&'l mut keys::TokenHolders, Vec<bool>),
 }
 
 impl<'l> Appended<'l> {
-    /// Whether an appended key holds key `i`, `k`, as a token.
-    fn holds(&self, i: usize, k: &str) -> bool {
+    /// Whether an appended key holds key `i`, `k`, of `keys` as a token.
+    fn holds(&mut self, keys: &[String], i: usize, k: &str) -> bool {
         match self {
             Appended::Tokens(t) => t.contains(k),
-            Appended::Flags(holders, flags) => holders[i].iter().any(|&j| flags[j as usize]),
+            Appended::Flags(holders, flags) => holders.held(keys, i, flags),
         }
     }
 

@@ -17,6 +17,7 @@
 use serde_json::Value;
 
 use super::summarize::Query;
+use crate::text::hash::{FastMap, FastSet};
 use crate::text::keys;
 
 /// Longest string value listed whole.
@@ -39,7 +40,7 @@ pub(crate) fn tool_values_for(text: &str, query: &Query) -> Vec<String> {
 /// array) and its values ranked, most reusable first (see the module docs). A budget asks for them several
 /// times (the values its plans count, what a fold lists, what a summary may list).
 pub(crate) struct OutputValues {
-    leaves: Option<Vec<(u8, String, String)>>,
+    leaves: Option<Leaves>,
     ranked: Vec<String>,
 }
 
@@ -109,32 +110,37 @@ fn key_values(text: &str) -> Vec<String> {
 }
 
 /// The JSON leaves ranked as in [`OutputValues::all`]: by rank, each rank both ends first.
-fn ranked(leaves: &[(u8, String, String)]) -> Vec<String> {
-    let mut out = Vec::with_capacity(leaves.len());
+fn ranked(leaves: &Leaves) -> Vec<String> {
+    let mut order: Vec<usize> = Vec::with_capacity(leaves.items.len());
     for rank in 0..3u8 {
-        let of_rank: Vec<String> = leaves
-            .iter()
-            .filter(|(r, _, _)| *r == rank)
-            .map(|(_, s, _)| s.clone())
+        let of_rank: Vec<usize> = (0..leaves.items.len())
+            .filter(|&i| leaves.items[i].rank == rank)
             .collect();
-        out.extend(both_ends(of_rank));
+        order.extend(both_ends(of_rank));
     }
-    dedup(out)
+    let mut seen: FastSet<&str> = FastSet::default();
+    order
+        .into_iter()
+        .map(|i| leaves.items[i].value.as_str())
+        .filter(|v| seen.insert(v))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The leaves under fields the query names (see [`named_by_query`]).
-fn named(leaves: &[(u8, String, String)], query: &Query) -> Vec<String> {
+fn named(leaves: &Leaves, query: &Query) -> Vec<String> {
     if query.stems.is_empty() {
         return Vec::new();
     }
-    let mut named_fields: std::collections::HashMap<&str, bool> = Default::default();
+    let is_named: Vec<bool> = leaves
+        .fields
+        .iter()
+        .map(|f| query.names_field(&f.name))
+        .collect();
     let mut named: Vec<(u8, &String)> = Vec::new();
-    for (rank, value, field) in leaves {
-        let is_named = *named_fields
-            .entry(field.as_str())
-            .or_insert_with(|| query.names_field(field));
-        if is_named && !query.holds(value) {
-            named.push((*rank, value));
+    for leaf in &leaves.items {
+        if is_named[leaf.field as usize] && !query.holds(&leaf.value) {
+            named.push((leaf.rank, &leaf.value));
         }
     }
     named.sort_by_key(|(rank, _)| *rank);
@@ -162,54 +168,120 @@ pub(crate) fn both_ends<T>(items: Vec<T>) -> Vec<T> {
     out
 }
 
+/// `items` without repeats, each kept where it first comes.
 fn dedup(items: Vec<String>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: FastSet<&str> = FastSet::default();
+    let first: Vec<bool> = items.iter().map(|s| seen.insert(s.as_str())).collect();
+    drop(seen);
     items
         .into_iter()
-        .filter(|s| seen.insert(s.clone()))
+        .zip(first)
+        .filter_map(|(s, first)| first.then_some(s))
         .collect()
 }
 
-/// Scalar leaves with their rank (0: identifier-like, 1: short, 2: other), in document order.
-/// The scalar leaves of `v`: (rank, value, field).
-fn leaves(v: &Value) -> Vec<(u8, String, String)> {
-    let mut out = Vec::new();
-    leaves_with_fields(v, "", &mut out);
-    out
+/// A JSON output's scalar leaves in document order, each with its rank (see the module docs)
+/// and the field it is under (the nearest object key; fields are kept once each).
+struct Leaves {
+    items: Vec<Leaf>,
+    fields: Vec<Field>,
 }
 
-/// The scalar leaves of `v` with their rank (see the module docs) and the name of the field
-/// they are under (the nearest object key).
-fn leaves_with_fields(v: &Value, field: &str, out: &mut Vec<(u8, String, String)>) {
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map {
-                leaves_with_fields(child, k, out);
-            }
+struct Leaf {
+    /// 0: identifier-like, 1: short, 2: other.
+    rank: u8,
+    value: String,
+    /// Its field's position in [`Leaves::fields`].
+    field: u32,
+}
+
+struct Field {
+    name: String,
+    /// Named like an identifier's field: `…id`, `…name`, `…status`.
+    idish: bool,
+}
+
+/// The scalar leaves of `v` (see [`Leaves`]).
+fn leaves(v: &Value) -> Leaves {
+    let mut walk = Walk {
+        out: Leaves {
+            items: Vec::new(),
+            fields: Vec::new(),
+        },
+        slots: FastMap::default(),
+    };
+    walk.field("");
+    walk.leaves(v, 0);
+    walk.out
+}
+
+/// The walk over a JSON value that makes its [`Leaves`].
+struct Walk<'j> {
+    out: Leaves,
+    /// Each field name's position in `out.fields`.
+    slots: FastMap<&'j str, u32>,
+}
+
+impl<'j> Walk<'j> {
+    /// The position of field `name`, added the first time it is seen.
+    fn field(&mut self, name: &'j str) -> u32 {
+        if let Some(&k) = self.slots.get(name) {
+            return k;
         }
-        Value::Array(items) => {
-            for item in items {
-                leaves_with_fields(item, field, out);
+        let k = self.out.fields.len() as u32;
+        let f = name.to_ascii_lowercase();
+        let idish = f.ends_with("id") || f.contains("name") || f.contains("status");
+        self.out.fields.push(Field {
+            name: name.to_string(),
+            idish,
+        });
+        self.slots.insert(name, k);
+        k
+    }
+
+    /// The scalar leaves of `v`, under field `field`.
+    fn leaves(&mut self, v: &'j Value, field: u32) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    let f = self.field(k);
+                    self.leaves(child, f);
+                }
             }
-        }
-        Value::Number(n) => out.push((0, n.to_string(), field.to_string())),
-        Value::String(s) => {
-            let s = s.trim();
-            if s.is_empty() || s.chars().count() > MAX_VALUE_CHARS {
-                return;
+            Value::Array(items) => {
+                for item in items {
+                    self.leaves(item, field);
+                }
             }
-            let f = field.to_ascii_lowercase();
-            let idish = f.ends_with("id") || f.contains("name") || f.contains("status");
-            let rank = if idish || keys::classify(s).is_some() {
-                0
-            } else if s.chars().count() <= 24 {
-                1
-            } else {
-                2
-            };
-            out.push((rank, s.to_string(), field.to_string()));
+            Value::Number(n) => self.out.items.push(Leaf {
+                rank: 0,
+                value: n.to_string(),
+                field,
+            }),
+            Value::String(s) => {
+                let s = s.trim();
+                if s.is_empty() {
+                    return;
+                }
+                let chars = crate::text::count_chars(s);
+                if chars > MAX_VALUE_CHARS {
+                    return;
+                }
+                let rank = if self.out.fields[field as usize].idish || keys::classify(s).is_some() {
+                    0
+                } else if chars <= 24 {
+                    1
+                } else {
+                    2
+                };
+                self.out.items.push(Leaf {
+                    rank,
+                    value: s.to_string(),
+                    field,
+                });
+            }
+            Value::Bool(_) | Value::Null => {}
         }
-        Value::Bool(_) | Value::Null => {}
     }
 }
 

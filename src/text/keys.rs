@@ -905,53 +905,137 @@ fn token_substrings(key: &str) -> impl Iterator<Item = &str> {
 /// list made again and again within different room (the budget's folded summary) then decides
 /// each key by looking at a few flags instead of splitting every appended key.
 pub fn token_holders<S: AsRef<str>>(keys: &[S]) -> Vec<Vec<u32>> {
-    // Only a substring that is itself one of the keys can be asked about: each distinct key
-    // gets a slot, and a key's substrings are looked up (not inserted) among them.
-    let mut slots: crate::text::hash::FastMap<&str, u32> = Default::default();
-    for key in keys {
-        let next = slots.len() as u32;
-        slots.entry(key.as_ref()).or_insert(next);
-    }
-    let mut by_slot: Vec<Vec<u32>> = vec![Vec::new(); slots.len()];
-    let mut long: Vec<(u32, &str)> = Vec::new();
-    for (j, key) in keys.iter().enumerate() {
-        let (j, key) = (j as u32, key.as_ref());
-        if key.len() > AppendedTokens::LONG {
-            long.push((j, key));
-            continue;
+    let mut h = TokenHolders::new(keys);
+    h.extend_to(keys, keys.len());
+    (0..keys.len()).map(|i| h.of(keys, i).collect()).collect()
+}
+
+/// [`token_holders`] made only as far as it is asked: a list made in a small room looks at its
+/// first keys only, so the later keys' substrings are not looked up until a larger room gets
+/// to them. Holds no borrow of the keys: every method is given the same list again.
+pub struct TokenHolders {
+    hasher: foldhash::fast::FixedState,
+    /// Each distinct key's slot by its text's hash, with the first key of that text (a hit is
+    /// confirmed by comparing the texts).
+    slots: crate::text::hash::FastMap<u64, (u32, u32)>,
+    /// Distinct keys whose hash an earlier distinct key has: (hash, slot, first key).
+    collided: Vec<(u64, u32, u32)>,
+    /// Each key's slot.
+    slot_of: Vec<u32>,
+    /// For each slot, the keys looked at so far that hold it as a token, in order.
+    by_slot: Vec<Vec<u32>>,
+    /// The keys longer than [`AppendedTokens::LONG`] bytes looked at so far (searched, not
+    /// split).
+    long: Vec<u32>,
+    /// How many keys' substrings have been looked up.
+    done: usize,
+}
+
+impl TokenHolders {
+    /// Slots for the distinct keys of `keys`; nothing looked up yet.
+    pub fn new<S: AsRef<str>>(keys: &[S]) -> TokenHolders {
+        use std::hash::BuildHasher;
+        let mut h = TokenHolders {
+            hasher: foldhash::fast::FixedState::default(),
+            slots: Default::default(),
+            collided: Vec::new(),
+            slot_of: Vec::with_capacity(keys.len()),
+            by_slot: Vec::new(),
+            long: Vec::new(),
+            done: 0,
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let key = key.as_ref();
+            let slot = match h.slot(keys, key) {
+                Some(slot) => slot,
+                None => {
+                    let slot = h.by_slot.len() as u32;
+                    h.by_slot.push(Vec::new());
+                    let hash = h.hasher.hash_one(key);
+                    match h.slots.entry(hash) {
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            h.collided.push((hash, slot, i as u32));
+                        }
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert((slot, i as u32));
+                        }
+                    }
+                    slot
+                }
+            };
+            h.slot_of.push(slot);
         }
-        for t in token_substrings(key) {
-            if let Some(&slot) = slots.get(t) {
-                let holders = &mut by_slot[slot as usize];
-                if holders.last() != Some(&j) {
-                    holders.push(j);
+        h
+    }
+
+    /// The slot of text `t`, if it is one of the keys.
+    fn slot<S: AsRef<str>>(&self, keys: &[S], t: &str) -> Option<u32> {
+        use std::hash::BuildHasher;
+        let hash = self.hasher.hash_one(t);
+        let &(slot, first) = self.slots.get(&hash)?;
+        if keys[first as usize].as_ref() == t {
+            return Some(slot);
+        }
+        self.collided
+            .iter()
+            .find(|&&(h, _, first)| h == hash && keys[first as usize].as_ref() == t)
+            .map(|&(_, slot, _)| slot)
+    }
+
+    /// Looks up the substrings of the keys before position `end`.
+    pub fn extend_to<S: AsRef<str>>(&mut self, keys: &[S], end: usize) {
+        while self.done < end.min(keys.len()) {
+            let j = self.done as u32;
+            let key = keys[self.done].as_ref();
+            self.done += 1;
+            if key.len() > AppendedTokens::LONG {
+                self.long.push(j);
+                continue;
+            }
+            for t in token_substrings(key) {
+                if let Some(slot) = self.slot(keys, t) {
+                    let holders = &mut self.by_slot[slot as usize];
+                    if holders.last() != Some(&j) {
+                        holders.push(j);
+                    }
                 }
             }
         }
     }
-    keys.iter()
-        .enumerate()
-        .map(|(i, key)| {
-            let (i, key) = (i as u32, key.as_ref());
-            let mut holders: Vec<u32> = slots
-                .get(key)
-                .map(|&slot| {
-                    by_slot[slot as usize]
-                        .iter()
-                        .copied()
-                        .take_while(|&j| j < i)
-                        .collect()
-                })
-                .unwrap_or_default();
-            holders.extend(
-                long.iter()
-                    .take_while(|(j, _)| *j < i)
-                    .filter(|(_, a)| contains_token(a, key))
-                    .map(|(j, _)| *j),
-            );
-            holders
-        })
-        .collect()
+
+    /// The earlier keys that hold key `i` as a token (short ones first), once
+    /// [`extend_to`](Self::extend_to) has looked at the keys before it.
+    fn of<'h, S: AsRef<str>>(&'h self, keys: &'h [S], i: usize) -> impl Iterator<Item = u32> + 'h {
+        let key = keys[i].as_ref();
+        let i = i as u32;
+        self.by_slot[self.slot_of[i as usize] as usize]
+            .iter()
+            .copied()
+            .take_while(move |&j| j < i)
+            .chain(
+                self.long
+                    .iter()
+                    .copied()
+                    .take_while(move |&j| j < i)
+                    .filter(move |&j| contains_token(keys[j as usize].as_ref(), key)),
+            )
+    }
+
+    /// Whether one of the earlier keys marked in `marked` holds key `i` as a token.
+    pub fn held<S: AsRef<str>>(&mut self, keys: &[S], i: usize, marked: &[bool]) -> bool {
+        self.extend_to(keys, i);
+        let key = keys[i].as_ref();
+        let short = &self.by_slot[self.slot_of[i] as usize];
+        short
+            .iter()
+            .take_while(|&&j| (j as usize) < i)
+            .any(|&j| marked[j as usize])
+            || self
+                .long
+                .iter()
+                .take_while(|&&j| (j as usize) < i)
+                .any(|&j| marked[j as usize] && contains_token(keys[j as usize].as_ref(), key))
+    }
 }
 
 #[cfg(test)]
@@ -1213,6 +1297,21 @@ mod tests {
                     .map(|j| j as u32)
                     .collect();
                 prop_assert_eq!(got, want, "{:?} in {:?}", key, keys);
+            }
+        }
+
+        /// Made as far as asked, in any order of asking, the holders say what a search of
+        /// every earlier marked key says.
+        #[test]
+        fn holders_made_as_far_as_asked_agree_with_a_search(
+            keys in proptest::collection::vec("[a-c0-9_. é-]{1,8}|[a-c0-9_. -]{45,60}", 1..16),
+            marked in proptest::collection::vec(proptest::bool::ANY, 16),
+            asked in proptest::collection::vec(0usize..16, 1..10),
+        ) {
+            let mut h = TokenHolders::new(&keys);
+            for i in asked.into_iter().map(|i| i % keys.len()) {
+                let want = (0..i).any(|j| marked[j] && contains_token(&keys[j], &keys[i]));
+                prop_assert_eq!(h.held(&keys, i, &marked), want, "{} of {:?}", i, keys);
             }
         }
 
