@@ -123,10 +123,11 @@ for (const key of Object.keys(totals)) {
   rows.push({ engine, config, totalMs: median(totals[key]), p50: pct(each, 0.5), p95: pct(each, 0.95) });
 }
 
+// The conversations and options measured, for the native bench and bench/compress_ab.mjs.
+mkdirSync(here('out'), { recursive: true });
+const file = here('out/compress-tasks.json');
+writeFileSync(file, JSON.stringify(tasks.map((t) => ({ config: t.config, messages: t.messages, options: t.options }))));
 if (!process.argv.includes('--no-native')) {
-  mkdirSync(here('out'), { recursive: true });
-  const file = here('out/compress-tasks.json');
-  writeFileSync(file, JSON.stringify(tasks.map((t) => ({ config: t.config, messages: t.messages, options: t.options }))));
   const out = execFileSync('cargo', ['bench', '--quiet', '--bench', 'compress', '--', file, String(rounds)],
     { cwd: here('..'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const native = JSON.parse(out.trim().split('\n').at(-1));
