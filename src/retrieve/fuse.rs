@@ -13,7 +13,7 @@
 //! rankᵢ)` over the lists a chunk appears in (rank from 1; `k` = `rrfK`, default 60), robust
 //! to the two sides' scales because it uses ranks only. Both are document-aware: a chunk
 //! missing from a list in which another chunk of its document appears takes that document's
-//! best value there ([`fuse_grouped`]).
+//! best value there (`fuse_grouped`).
 //!
 //! **Scores.** Neither order says anything absolute (the best chunk of a query about nothing
 //! in the corpus is still first, and a per-query normalisation makes every query's best value
@@ -24,7 +24,7 @@
 //!   score of an ideal chunk that contains every query term with saturated frequency
 //!   (`Σ idf(t)·(k1+1)`, terms absent from the index included): the share of the question's
 //!   term weight the chunk matches, full at one half
-//!   ([`LEXICAL_SATURATION`](super::index::LEXICAL_SATURATION));
+//!   ([`LEXICAL_SATURATION`]);
 //! - dense: `(cos − lo) / (hi − lo)` clamped to [0, 1], with `lo`/`hi` per embedder family
 //!   ([`DenseScale`]): the cosine below which texts are unrelated and the one above which they
 //!   are about the same thing (fitted on the dev IR sets, see

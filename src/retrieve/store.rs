@@ -2,7 +2,7 @@
 //! (`condense-ctx/pg`, over PostgreSQL): documents prepared exactly as [`Index::add`] indexes
 //! them (the same chunks, embedding texts and BM25 terms), content hashes that make
 //! re-ingesting a document idempotent, and a question's BM25 terms. The lists such a store
-//! returns are fused by [`fuse_lists`](super::fuse::fuse_lists), the function
+//! returns are fused by [`fuse_lists`], the function
 //! [`Index::candidates`] uses, and compressed by
 //! [`compress_results`](super::results::compress_results).
 //!
@@ -80,8 +80,8 @@ pub struct PreparedDocument {
 /// replaces a changed document and skips an unchanged one).
 ///
 /// # Errors
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) at `documents[i].id`,
-/// [`ErrorKind::TooLarge`](crate::ErrorKind::TooLarge) at `documents[i].text`.
+/// [`ErrorKind::InvalidInput`] at `documents[i].id`,
+/// [`ErrorKind::TooLarge`] at `documents[i].text`.
 pub fn prepare_documents(
     documents: &[Document],
     options: &IndexOptions,
