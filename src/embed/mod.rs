@@ -509,8 +509,8 @@ impl Embedder {
     /// Sets the model's sha256 in the identity of a model embedder, for a caller that loaded it
     /// with a stand-in digest while hashing the ONNX bytes elsewhere in parallel (the npm
     /// package hashes with WebCrypto on its own thread while the engine loads the model). The
-    /// digest is the caller's word, as with
-    /// [`from_bytes_with_digest`](Embedder::from_bytes_with_digest).
+    /// digest is the caller's word, as with `Embedder::from_bytes_with_digest` (feature
+    /// `embed`).
     ///
     /// # Errors
     /// `invalid_options` at `sha256` when it is not 64 lower-case hex digits or this embedder
