@@ -50,6 +50,7 @@ use super::parse::{message_text, tool_outputs};
 use super::render::{self, Shape};
 use super::search;
 use crate::text::hash::{FastMap, FastSet};
+use crate::text::keys::word_byte;
 
 /// The smallest fill share the budget tries before truncating.
 const MIN_RATIO: f64 = 0.004;
@@ -631,11 +632,6 @@ struct ToolValues {
     /// The other values, with their positions, and their automaton (`None` when there are
     /// none).
     others: Option<(AhoCorasick, Vec<(usize, String)>)>,
-}
-
-/// A byte of a word: ASCII letters and digits, and `_`.
-fn word_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
 }
 
 /// A byte that joins the words of a value found by lookup (`220.34`, `2024-01-05`, `10:30`).

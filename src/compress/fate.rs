@@ -99,15 +99,12 @@ impl Known {
     /// The key tokens of `text` worth listing in a budget-fill summary: not known, code spans
     /// of at most 40 characters, first occurrence order.
     pub(super) fn fill_keys(&self, text: &str, terms: &Query) -> Vec<String> {
-        self.fill_keys_of(&terms.memo.keys(text))
+        let keys = terms.memo.keys(text);
+        self.fill_keys_in(&keys).map(str::to_string).collect()
     }
 
-    /// [`fill_keys`](Self::fill_keys) of a text whose key tokens are `text_keys`.
-    pub(super) fn fill_keys_of(&self, text_keys: &[(String, keys::KeyKind)]) -> Vec<String> {
-        self.fill_keys_in(text_keys).map(str::to_string).collect()
-    }
-
-    /// [`fill_keys_of`](Self::fill_keys_of), borrowed from `text_keys`.
+    /// [`fill_keys`](Self::fill_keys) of a text whose key tokens are `text_keys`, borrowed
+    /// from them.
     pub(super) fn fill_keys_in<'k>(
         &'k self,
         text_keys: &'k [(String, keys::KeyKind)],

@@ -824,13 +824,19 @@ impl<'a> Seen<'a> {
     }
 }
 
+/// A byte of a word, for whole-token matches ([`contains_token`]): an ASCII letter or digit,
+/// or `_`.
+pub(crate) fn word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
 /// Whether `hay` contains `key` as a whole token: no ASCII letter, digit or `_` right before or
 /// after it (where the key itself starts or ends with one).
 pub fn contains_token(hay: &str, key: &str) -> bool {
     if key.is_empty() {
         return false;
     }
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word = word_byte;
     let kb = key.as_bytes();
     let (check_l, check_r) = (word(kb[0]), word(kb[kb.len() - 1]));
     let hb = hay.as_bytes();
@@ -885,7 +891,7 @@ impl<'a> AppendedTokens<'a> {
 /// Every substring of `key` that [`contains_token`] could find in it: those that start and end
 /// at a token edge of `key`.
 fn token_substrings(key: &str) -> impl Iterator<Item = &str> {
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word = word_byte;
     let b = key.as_bytes();
     (0..b.len())
         .filter(move |&s| key.is_char_boundary(s))

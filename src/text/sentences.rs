@@ -58,10 +58,13 @@ fn starts_block(line: &str) -> bool {
         || t.starts_with('#')
         || t.starts_with('|')
         || t.starts_with('>')
-        || {
-            let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-            digits > 0 && digits < 4 && matches!(t.as_bytes().get(digits), Some(b'.' | b')'))
-        }
+        || item_number_digits(t).is_some_and(|d| matches!(t.as_bytes().get(d), Some(b'.' | b')')))
+}
+
+/// The digits a numbered list item's number starts `t` with (one to three), if it does.
+fn item_number_digits(t: &str) -> Option<usize> {
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    (1..4).contains(&digits).then_some(digits)
 }
 
 /// Splits `text` into sentences.
@@ -163,7 +166,7 @@ fn terminator_run(s: &str, i: usize) -> (usize, bool) {
 /// alone at the start of a line (`starts_block`'s item numbers).
 fn is_item_number(before: &str) -> bool {
     let line = before.rsplit('\n').next().unwrap_or(before).trim_start();
-    (1..4).contains(&line.len()) && line.bytes().all(|b| b.is_ascii_digit())
+    item_number_digits(line) == Some(line.len())
 }
 
 /// Whether the word just before a `.` is an abbreviation or a single initial.
