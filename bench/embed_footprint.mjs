@@ -6,9 +6,13 @@
 //          documents of the dev IR corpus indexed (RSS and wasm memory again);
 //   trace  the engine module alone (its glue and .wasm): Model.traceLoad, the time and the wasm
 //          memory as each stage of the load ends (src/embed/engine/model.rs's stages; memory
-//          never shrinks, so each row is the peak so far).
+//          never shrinks, so each row is the peak so far). With --trace-loads N the same process
+//          loads the model N times, one time column each: the first load runs the engine's code
+//          as V8 first compiled it (Liftoff) while it compiles the hot functions again
+//          (TurboFan) on other threads; the later loads run the optimised code.
 //
-//   node bench/embed_footprint.mjs [--runs 3] [--base DIR] [PKG]      (PKG default pkg/)
+//   node bench/embed_footprint.mjs [--runs 3] [--base DIR] [--trace-loads N] [--node-flag F …] [PKG]
+//   (PKG default pkg/; each --node-flag is passed to every child `node`, e.g. --liftoff-only)
 //
 // With --base DIR (another build of the package, e.g. main's), each run measures both, in
 // alternating order, and the table gives the ratio of the two in each run (the machine's load
@@ -24,9 +28,9 @@ const MiB = 1024 * 1024;
 const args = process.argv.slice(2);
 
 if (args[0] === '--child') {
-  const [, mode, dir] = args;
+  const [, mode, dir, loads] = args;
   const pkg = resolve(dir);
-  console.log(JSON.stringify(mode === 'trace' ? await trace(pkg) : await load(pkg)));
+  console.log(JSON.stringify(mode === 'trace' ? await trace(pkg, Number(loads)) : await load(pkg)));
   process.exit(0);
 }
 
@@ -73,14 +77,17 @@ async function load(pkg) {
   };
 }
 
-async function trace(pkg) {
+async function trace(pkg, loads) {
   const { glue, exports } = await engineExports(pkg);
   const before = exports.memory.buffer.byteLength;
   const onnx = readFileSync(join(pkg, 'models', 'model.onnx'));
   const tokenizer = readFileSync(join(pkg, 'models', 'tokenizer.json'));
   const sha = createHash('sha256').update(onnx).digest('hex');
   const rows = JSON.parse(glue.Model.traceLoad(onnx, tokenizer, sha));
-  return { before, rows };
+  // Later loads in the same process: each stage's time (ms since the load's start).
+  const again = [];
+  for (let i = 1; i < loads; i++) again.push(JSON.parse(glue.Model.traceLoad(onnx, tokenizer, sha)).map((r) => r.ms));
+  return { before, rows, again };
 }
 
 /** The first `n` documents of the dev IR corpus (CISI), or the committed fixture without it. */
@@ -95,14 +102,16 @@ function corpus(n) {
 const arg = (name, def) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
 const runs = Number(arg('--runs', '3'));
 const base = arg('--base', null);
-const named = new Set(['--runs', '--base']);
+const traceLoads = Math.max(1, Number(arg('--trace-loads', '1')));
+const nodeFlags = args.filter((a, i) => args[i - 1] === '--node-flag');
+const named = new Set(['--runs', '--base', '--trace-loads', '--node-flag']);
 const pkgArg = args.find((a, i) => !a.startsWith('--') && !named.has(args[i - 1]));
 const pkg = resolve(pkgArg ?? new URL('../pkg/', import.meta.url).pathname);
 const builds = base ? { base: resolve(base), this: pkg } : { this: pkg };
 for (const dir of Object.values(builds)) {
   if (!existsSync(join(dir, 'models', 'model.onnx'))) throw new Error(`${dir}: no package with models/ (scripts/build-pkg)`);
 }
-const child = (mode, dir) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', new URL(import.meta.url).pathname, '--child', mode, dir], { maxBuffer: 1 << 26 }).toString());
+const child = (mode, dir) => JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...nodeFlags, new URL(import.meta.url).pathname, '--child', mode, dir, String(traceLoads)], { maxBuffer: 1 << 26 }).toString());
 
 const results = Object.fromEntries(Object.keys(builds).map((k) => [k, { load: [], trace: null }]));
 for (let r = 0; r < runs; r++) {
@@ -115,7 +124,7 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 const mib = (b) => (b / MiB).toFixed(1);
 const lines = [];
 const say = (s = '') => { lines.push(s); console.log(s); };
-say(`Node ${process.version}, ${runs} fresh process(es) per build${base ? ', alternating' : ''}`);
+say(`Node ${process.version}${nodeFlags.length ? ` (${nodeFlags.join(' ')})` : ''}, ${runs} fresh process(es) per build${base ? ', alternating' : ''}`);
 say();
 say('| build | loadEmbedder() ms | RSS before MiB | RSS after load MiB | RSS increase MiB | 1 s later: RSS increase MiB | engine wasm memory MiB | + 300 docs indexed: RSS MiB | wasm MiB | index ms |');
 say('|---|---|---|---|---|---|---|---|---|---|');
@@ -131,11 +140,15 @@ if (base) {
 for (const [k, { trace: t }] of Object.entries(results)) {
   say();
   say(`Model.traceLoad (${k}): wasm memory ${mib(t.before)} MiB before the call`);
-  say('| stage | ms | wasm memory MiB |');
-  say('|---|---|---|');
-  for (const row of t.rows) say(`| ${row.stage} | ${row.ms.toFixed(0)} | ${mib(row.memoryBytes)} |`);
+  // Each stage's own time (since the stage before), for every load of the process.
+  const own = (ms, i) => (i === 0 ? ms[0] : ms[i] - ms[i - 1]).toFixed(0);
+  const loads = [t.rows.map((r) => r.ms), ...(t.again ?? [])];
+  const heads = loads.map((_, i) => (i === 0 ? 'ms (first load)' : `ms (load ${i + 1})`));
+  say(`| stage | ${heads.join(' | ')} | wasm memory MiB (first load) |`);
+  say(`|---|${heads.map(() => '---|').join('')}---|`);
+  t.rows.forEach((row, i) => say(`| ${row.stage} | ${loads.map((ms) => (ms[i] === undefined ? '' : own(ms, i))).join(' | ')} | ${mib(row.memoryBytes)} |`));
 }
 const out = new URL('out/', import.meta.url).pathname;
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, 'embed-footprint-node.json'), JSON.stringify({ node: process.version, runs, builds, results }, null, 1));
+writeFileSync(join(out, 'embed-footprint-node.json'), JSON.stringify({ node: process.version, nodeFlags, runs, builds, results }, null, 1));
 writeFileSync(join(out, 'embed-footprint-node.md'), lines.join('\n') + '\n');
