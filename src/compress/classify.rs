@@ -73,7 +73,7 @@ pub(super) struct Classes<'v> {
     /// For each unit, its JSON (parsed once here, whatever its kind).
     json_of_unit: Vec<Option<usize>>,
     /// Large values of JSON tool outputs and the newest message holding each.
-    pub seen: SeenValues,
+    pub seen: SeenValues<'v>,
     /// Importance scores (with `importanceScoring`).
     importance: Vec<Option<f64>>,
     /// Message texts (for importance and contradiction detection, opt-in).
@@ -102,19 +102,23 @@ impl<'v> Classes<'v> {
         // JSON tool outputs, parsed once: for their renderings and for the large values
         // repeated in newer outputs.
         let mut json = Vec::new();
+        // Which values were parsed as JSON (a Python literal's numbers are kept only where
+        // serde_json writes them as the tool did: `pylit`).
+        let mut is_json = Vec::new();
         let mut json_of_unit = vec![None; units.all.len()];
         for (u, unit) in units.all.iter().enumerate() {
             if unit.kind != UnitKind::ToolOutput {
                 continue;
             }
             let value = match serde_json::from_str::<Value>(unit.text) {
-                Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
+                Ok(v @ (Value::Object(_) | Value::Array(_))) => Some((v, true)),
                 Ok(_) => None,
-                Err(_) => pylit::parse(unit.text),
+                Err(_) => pylit::parse(unit.text).map(|v| (v, false)),
             };
-            if let Some(v) = value {
+            if let Some((v, from_json)) = value {
                 json_of_unit[u] = Some(json.len());
                 json.push(v);
+                is_json.push(from_json);
             }
         }
         // Recorded once every value is in place (SeenValues remembers nodes by address).
@@ -123,6 +127,9 @@ impl<'v> Classes<'v> {
             if let Some(j) = j {
                 let msg = units.all[u].msg;
                 seen.add(&json[*j], msg, &parsed.name(msg));
+                if is_json[*j] {
+                    seen.add_written(units.all[u].text, &json[*j]);
+                }
             }
         }
         let texts: Vec<String> = if options.importance_scoring || options.contradiction_detection {

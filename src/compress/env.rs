@@ -229,7 +229,7 @@ impl<'a, 'v> Env<'a, 'v> {
     /// Unit `u`'s JSON `value` flattened into the fields a budget-fill summary lists (kept for
     /// the call's later plans).
     pub(super) fn json_fields(&self, u: usize, value: &serde_json::Value) -> Rc<json::Fields> {
-        let make = || Rc::new(json::Fields::new(value, self.terms));
+        let make = || Rc::new(json::Fields::new(value, self.terms, &self.classes.seen));
         match self.json_fields.get(u).filter(|_| self.memoise) {
             Some(cell) => Rc::clone(cell.get_or_init(make)),
             None => make(),

@@ -332,10 +332,11 @@ fn fill_fate(env: &Env<'_, '_>, u: usize, info: &UnitInfo, level: Level, known: 
             }
             // The values under fields the query names first, then the key tokens.
             let candidates = memo_candidates(env, u, known, || {
-                let mut candidates: Vec<String> = values::named_by_query(v, terms)
-                    .into_iter()
-                    .filter(|k| !known.set.contains(k))
-                    .collect();
+                let mut candidates: Vec<String> =
+                    values::named_by_query(v, terms, &env.classes.seen)
+                        .into_iter()
+                        .filter(|k| !known.set.contains(k))
+                        .collect();
                 extend_unique(
                     &mut candidates,
                     known.fill_keys(t, terms).iter().map(String::as_str),

@@ -1,9 +1,12 @@
 //! JSON tool output: the lossless, syntax-light rendering of the default level
 //! ([`json_compact`]) and the lossy field summary of the budget loop ([`Fields`]).
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use serde_json::{Number, Value};
 
 use super::summarize::{cut_at_word, prose, Level, PreparedTexts, Query};
+use crate::text::hash::FastMap;
 use crate::text::keys;
 
 /// The lossy field summary of JSON tool output: its fields as `path=value` (long strings cut),
@@ -22,9 +25,10 @@ pub(crate) struct Fields {
 }
 
 impl Fields {
-    pub(crate) fn new(value: &Value, terms: &Query) -> Fields {
+    /// `value`'s fields; `seen` gives its numbers as the tool wrote them.
+    pub(crate) fn new(value: &Value, terms: &Query, seen: &SeenValues<'_>) -> Fields {
         let mut flat: Vec<(String, String, u8)> = Vec::new(); // (path, value, priority 0 = keep first)
-        flatten(value, "", &mut flat);
+        flatten(value, "", seen, &mut flat);
         // Query-aware: fields whose path or value mentions a query term come first of all.
         if !terms.is_empty() {
             for (path, value, priority) in flat.iter_mut() {
@@ -95,7 +99,7 @@ impl Fields {
 pub(crate) fn json_compact(
     value: &Value,
     level: Level,
-    seen: &SeenValues,
+    seen: &SeenValues<'_>,
     msg: usize,
     preserve_numbers: bool,
     keep_strings: bool,
@@ -121,7 +125,7 @@ fn rendered<'v>(value: &'v Value, ctx: &Ctx<'_, 'v>) -> String {
 pub(crate) fn json_compact_with<'v>(
     value: &'v Value,
     level: Level,
-    seen: &SeenValues,
+    seen: &SeenValues<'_>,
     msg: usize,
     preserve_numbers: bool,
     strings: &LongStrings<'v>,
@@ -155,7 +159,7 @@ impl<'v> LongStrings<'v> {
 /// level: each long string's summary counted as its shortest, `" …"`.
 pub(crate) fn json_compact_floor(
     value: &Value,
-    seen: &SeenValues,
+    seen: &SeenValues<'_>,
     msg: usize,
     preserve_numbers: bool,
 ) -> usize {
@@ -191,17 +195,55 @@ const LONG_STRING: usize = 200;
 /// its children's hashes: equal JSON values get equal hashes), and remembered by the node's
 /// address, so rendering a large output looks its nodes up instead of serialising each subtree
 /// again (which made rendering quadratic in the depth of large nested arrays).
+///
+/// It also keeps each number of the outputs as the tool wrote it ([`SeenValues::add_written`]):
+/// serde_json keeps a number's value, not its text, and writes `1.50` back as `1.5`, `1e3` as
+/// `1000.0` and `123456789012345678901` (over `u64`) as `1.2345678901234567e+20`; a rendering
+/// that drops only syntax shows the tool's own digits ([`SeenValues::number`]).
 #[derive(Default)]
-pub(crate) struct SeenValues {
-    newest: crate::text::hash::FastMap<u64, (usize, String)>,
+pub(crate) struct SeenValues<'t> {
+    newest: FastMap<u64, (usize, String)>,
     /// The hash of every large node added, by its address (the values outlive the renderings).
-    by_node: crate::text::hash::FastMap<usize, u64>,
+    by_node: FastMap<usize, u64>,
+    /// Each number's text as written, by the address of its `Number`.
+    written: FastMap<usize, &'t str>,
 }
 
-impl SeenValues {
+impl<'t> SeenValues<'t> {
     /// Records the large values of a JSON tool output of message `msg` named `name`.
     pub fn add(&mut self, value: &Value, msg: usize, name: &str) {
         self.walk(value, msg, name);
+    }
+
+    /// Records how `text`, the JSON text `value` was parsed from, writes each number of it.
+    /// The numbers are paired in document order with the number literals of the text. A key
+    /// written twice (the parse keeps one of its values, at the first one's place) shifts the
+    /// pairs: when the text has more keys than the value has members, a pair is kept only where
+    /// the literal parses to the same number, so a number never shows another's value.
+    pub fn add_written(&mut self, text: &'t str, value: &Value) {
+        let (literals, keys) = number_literals(text);
+        let mut numbers = Vec::with_capacity(literals.len());
+        let members = numbers_in_order(value, &mut numbers);
+        if literals.len() != numbers.len() {
+            return;
+        }
+        // As many members as keys written: no key was written twice, so the pairs are exact.
+        let exact = members == keys;
+        self.written.reserve(numbers.len());
+        for (literal, n) in literals.into_iter().zip(numbers) {
+            if exact || literal.parse::<Number>().is_ok_and(|p| p == *n) {
+                self.written.insert(n as *const Number as usize, literal);
+            }
+        }
+    }
+
+    /// `n` as its output wrote it, where recorded ([`add_written`](Self::add_written)); else
+    /// as serde_json writes it.
+    pub fn number<'s>(&'s self, n: &Number) -> Cow<'s, str> {
+        match self.written.get(&(n as *const Number as usize)) {
+            Some(&text) => Cow::Borrowed(text),
+            None => Cow::Owned(n.to_string()),
+        }
     }
 
     /// The hash of `value`, recording its large nodes on the way.
@@ -251,6 +293,79 @@ impl SeenValues {
     }
 }
 
+/// The number literals of a JSON text, in document order (every byte outside its strings that
+/// starts a number, to the end of the number), and how many of its strings are object keys (a
+/// string followed by `:`). For a valid JSON text these are its numbers and its members.
+fn number_literals(text: &str) -> (Vec<&str>, usize) {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut keys = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // To the closing quote: a backslash escapes the byte after it.
+                i += 1;
+                loop {
+                    match b
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    {
+                        Some(k) if b[i + k] == b'"' => {
+                            i += k + 1;
+                            break;
+                        }
+                        Some(k) => i += k + 2,
+                        None => {
+                            i = b.len();
+                            break;
+                        }
+                    }
+                }
+                while i < b.len() && b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b':') {
+                    keys += 1;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                // ASCII bytes: both ends are char boundaries.
+                if let Some(t) = text.get(start..i) {
+                    out.push(t);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    (out, keys)
+}
+
+/// The numbers of `value` in document order (objects in their kept key order), and how many
+/// object members it has.
+fn numbers_in_order<'v>(value: &'v Value, out: &mut Vec<&'v Number>) -> usize {
+    match value {
+        Value::Number(n) => {
+            out.push(n);
+            0
+        }
+        Value::Array(items) => items.iter().map(|v| numbers_in_order(v, out)).sum(),
+        Value::Object(map) => {
+            map.len()
+                + map
+                    .values()
+                    .map(|v| numbers_in_order(v, out))
+                    .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
 /// Whether a node is large enough to be referenced.
 fn large(value: &Value) -> bool {
     match value {
@@ -282,7 +397,7 @@ fn leaf_hash(v: &Value) -> u64 {
 
 struct Ctx<'a, 'v> {
     level: Level,
-    seen: &'a SeenValues,
+    seen: &'a SeenValues<'a>,
     msg: usize,
     /// Keep every number of long numeric arrays (`preserveNumbers`).
     preserve_numbers: bool,
@@ -296,7 +411,7 @@ struct Ctx<'a, 'v> {
 
 impl<'a, 'v> Ctx<'a, 'v> {
     /// The plain rendering's context: long strings summarised one by one, no floor.
-    fn new(level: Level, seen: &'a SeenValues, msg: usize, preserve_numbers: bool) -> Self {
+    fn new(level: Level, seen: &'a SeenValues<'a>, msg: usize, preserve_numbers: bool) -> Self {
         Ctx {
             level,
             seen,
@@ -313,7 +428,7 @@ impl<'a, 'v> Ctx<'a, 'v> {
 const LONG_NUMERIC: usize = 24;
 
 /// `[240 numbers, 200.59–248.49: 234.34, 212.46, …, 209.43, 246.91]`.
-fn numeric_summary(items: &[Value]) -> Option<String> {
+fn numeric_summary(items: &[Value], seen: &SeenValues<'_>) -> Option<String> {
     if items.len() < LONG_NUMERIC || !items.iter().all(Value::is_number) {
         return None;
     }
@@ -323,14 +438,13 @@ fn numeric_summary(items: &[Value]) -> Option<String> {
         let (x, y) = (a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0));
         x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
     };
-    let lo = items.iter().min_by(by_value).map(Value::to_string)?;
-    let hi = items.iter().max_by(by_value).map(Value::to_string)?;
-    let show = |vs: &[Value]| {
-        vs.iter()
-            .map(Value::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+    let text = |v: &Value| match v {
+        Value::Number(n) => seen.number(n).into_owned(),
+        other => other.to_string(),
     };
+    let lo = items.iter().min_by(by_value).map(text)?;
+    let hi = items.iter().max_by(by_value).map(text)?;
+    let show = |vs: &[Value]| vs.iter().map(text).collect::<Vec<_>>().join(", ");
     let n = items.len();
     Some(format!(
         "[{n} numbers, {lo}–{hi}: {}, …, {}]",
@@ -455,7 +569,7 @@ fn render<'v>(v: &'v Value, ctx: &Ctx<'_, 'v>, out: &mut String) {
         }
         Value::Array(items) => {
             if !ctx.preserve_numbers {
-                if let Some(summary) = numeric_summary(items) {
+                if let Some(summary) = numeric_summary(items, ctx.seen) {
                     out.push_str(&summary);
                     return;
                 }
@@ -493,15 +607,16 @@ fn render<'v>(v: &'v Value, ctx: &Ctx<'_, 'v>, out: &mut String) {
             out.push(']');
         }
         Value::String(s) => render_str(s, ctx, out),
+        Value::Number(n) => out.push_str(&ctx.seen.number(n)),
         other => out.push_str(&other.to_string()),
     }
 }
 
-fn scalar(v: &Value) -> Option<String> {
+fn scalar(v: &Value, seen: &SeenValues<'_>) -> Option<String> {
     match v {
         Value::Null => Some("null".into()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
+        Value::Number(n) => Some(seen.number(n).into_owned()),
         Value::String(s) => Some(cut_at_word(s, 80)),
         _ => None,
     }
@@ -522,7 +637,7 @@ fn priority(path: &str, value: &str) -> u8 {
     }
 }
 
-fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
+fn flatten(v: &Value, path: &str, seen: &SeenValues<'_>, out: &mut Vec<(String, String, u8)>) {
     let join = |k: &str| {
         if path.is_empty() {
             k.to_string()
@@ -533,11 +648,11 @@ fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                flatten(child, &join(k), out);
+                flatten(child, &join(k), seen, out);
             }
         }
         Value::Array(items) => {
-            let scalars: Vec<String> = items.iter().filter_map(scalar).collect();
+            let scalars: Vec<String> = items.iter().filter_map(|v| scalar(v, seen)).collect();
             if scalars.len() == items.len() {
                 let short_ids = items
                     .iter()
@@ -562,12 +677,12 @@ fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String, u8)>) {
                 out.push((path.to_string(), text, 1));
             } else {
                 for (i, child) in items.iter().enumerate() {
-                    flatten(child, &format!("{path}[{i}]"), out);
+                    flatten(child, &format!("{path}[{i}]"), seen, out);
                 }
             }
         }
         other => {
-            if let Some(s) = scalar(other) {
+            if let Some(s) = scalar(other, seen) {
                 let p = priority(path, &s);
                 out.push((path.to_string(), s, p));
             }
@@ -581,7 +696,7 @@ mod tests {
     use crate::compress::summarize::query_terms;
 
     fn json(value: &Value, level: Level, original_chars: usize, terms: &Query) -> String {
-        Fields::new(value, terms).select(level, original_chars)
+        Fields::new(value, terms, &SeenValues::default()).select(level, original_chars)
     }
 
     #[test]
@@ -638,5 +753,161 @@ mod tests {
         seen.add(&v, 7, "msg_7");
         let s = json_compact(&v, Level::DEFAULT, &seen, 2, true, false);
         assert!(s.contains("series: (same 25 items as in msg_7)"), "{s}");
+    }
+
+    /// The tool output of the numbers-as-written tests: values serde_json would write otherwise.
+    const WRITTEN: &str = r#"{"account_id": 123456789012345678901, "price": 1.50, "qty": 1e3,
+        "ratio": 0.10000000000000000555, "big": 18446744073709551616, "neg": -0.0,
+        "rows": [{"sku": "a-1", "cost": 20.00}, {"sku": "b-2", "cost": 3.125}],
+        "series": [1.10, 2.20, 3.30, 4.40, 5.50, 6.60, 7.70, 8.80, 9.90, 10.00, 11.10, 12.20,
+                   13.30, 14.40, 15.50, 16.60, 17.70, 18.80, 19.90, 20.00, 21.10, 22.20, 23.30, 24.40]}"#;
+
+    #[test]
+    fn numbers_are_rendered_as_the_tool_wrote_them() {
+        let v: Value = serde_json::from_str(WRITTEN).unwrap();
+        let mut seen = SeenValues::default();
+        seen.add_written(WRITTEN, &v);
+        let kept = json_compact(&v, Level::DEFAULT, &seen, 0, true, true);
+        for written in [
+            "account_id: 123456789012345678901",
+            "price: 1.50",
+            "qty: 1e3",
+            "ratio: 0.10000000000000000555",
+            "big: 18446744073709551616",
+            "neg: -0.0",
+            "a-1 | 20.00",
+            "[1.10 2.20 3.30",
+            "23.30 24.40]",
+        ] {
+            assert!(kept.contains(written), "{written} in {kept}");
+        }
+        // The lossy renderings too: the series summary's extremes and items, the field list.
+        let summary = json_compact(&v, Level::DEFAULT, &seen, 0, false, false);
+        assert!(
+            summary.contains("[24 numbers, 1.10–24.40: 1.10, 2.20"),
+            "{summary}"
+        );
+        let fields = Fields::new(&v, &Query::default(), &seen).select(Level::DEFAULT, 10_000);
+        assert!(
+            fields.contains("price=1.50") && fields.contains("account_id=123456789012345678901"),
+            "{fields}"
+        );
+        // Without the texts: serde_json's own writing (what the renderings showed before).
+        let plain = json_compact(&v, Level::DEFAULT, &SeenValues::default(), 0, true, true);
+        assert!(
+            plain.contains("price: 1.5,") && plain.contains("1.2345678901234567e+20"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn a_key_written_twice_never_shows_another_numbers_value() {
+        // The parse keeps the last "a" at the first one's place: in document order its numbers
+        // are 7 then 5 where the text's literals are 5 then 7. Neither pair is the same number,
+        // so neither text is used.
+        let text = r#"{"a": "x", "b": 5.0, "a": 7.00}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let mut seen = SeenValues::default();
+        seen.add_written(text, &v);
+        let s = json_compact(&v, Level::DEFAULT, &seen, 0, true, true);
+        assert_eq!(s, "{a: 7.0, b: 5.0}");
+        // The counts differ (a number written twice, kept once): no text is used.
+        let text = r#"{"a": 1.50, "a": 2.50, "b": 3.50}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let mut seen = SeenValues::default();
+        seen.add_written(text, &v);
+        assert_eq!(
+            json_compact(&v, Level::DEFAULT, &seen, 0, true, true),
+            "{a: 2.5, b: 3.5}"
+        );
+    }
+
+    #[test]
+    fn number_literals_skip_strings() {
+        let text = r#"{"k\"1": "2, -3.5e2 \" 4", "n": [-1.5e-3, 0, 12]}"#;
+        assert_eq!(number_literals(text), (vec!["-1.5e-3", "0", "12"], 2));
+    }
+}
+
+/// The law of [`SeenValues::add_written`]: whatever the text (keys written twice included), a
+/// number shown from the text reads as the number the value holds (else it is serde_json's own
+/// writing of it), and every number is shown as written wherever no key is written twice.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod written_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A number literal in one of the forms JSON allows.
+    fn literal() -> impl Strategy<Value = String> {
+        (
+            any::<bool>(),
+            "[1-9][0-9]{0,24}|0",
+            proptest::option::of("[0-9]{1,6}"),
+            proptest::option::of(("[eE]", "[+-]?", "[0-9]{1,3}")),
+        )
+            .prop_map(|(neg, int, frac, exp)| {
+                let mut s = String::new();
+                if neg {
+                    s.push('-');
+                }
+                s.push_str(&int);
+                if let Some(f) = frac {
+                    s.push('.');
+                    s.push_str(&f);
+                }
+                if let Some((e, sign, d)) = exp {
+                    s.push_str(&e);
+                    s.push_str(&sign);
+                    s.push_str(&d);
+                }
+                s
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+        #[test]
+        fn every_number_shows_its_own_value(
+            members in proptest::collection::vec(
+                ("[a-c]", prop_oneof![2 => literal(), 1 => Just("\"s\"".to_string())], any::<bool>()),
+                1..12,
+            ),
+        ) {
+            // Objects of numbers and strings (some in one-element arrays), keys from a small
+            // set so that some are written twice.
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, n, wrap)| if *wrap { format!("\"{k}\": [{n}]") } else { format!("\"{k}\": {n}") })
+                .collect();
+            let written: Vec<&str> = members
+                .iter()
+                .map(|(_, n, _)| n.as_str())
+                .filter(|n| !n.starts_with('"'))
+                .collect();
+            let text = format!("{{{}}}", body.join(", "));
+            let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                return Ok(()); // out of f64's range: not JSON serde_json reads
+            };
+            let mut seen = SeenValues::default();
+            seen.add_written(&text, &v);
+            let twice = {
+                let mut keys: Vec<&str> = members.iter().map(|(k, _, _)| k.as_str()).collect();
+                keys.sort_unstable();
+                keys.windows(2).any(|w| w[0] == w[1])
+            };
+            let mut numbers = Vec::new();
+            let _ = numbers_in_order(&v, &mut numbers);
+            for (i, n) in numbers.iter().enumerate() {
+                let shown = seen.number(n);
+                // A text shown instead of serde_json's writing reads as the same number.
+                if shown != n.to_string() {
+                    let parsed = shown.parse::<Number>().ok();
+                    prop_assert_eq!(parsed.as_ref(), Some(*n));
+                }
+                if !twice {
+                    prop_assert_eq!(shown.as_ref(), written[i]);
+                }
+            }
+        }
     }
 }

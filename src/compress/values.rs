@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::json::SeenValues;
 use super::summarize::Query;
 use crate::text::hash::{FastMap, FastSet};
 use crate::text::keys;
@@ -48,7 +49,10 @@ impl OutputValues {
     pub(crate) fn new(text: &str) -> OutputValues {
         match json_of(text) {
             Some(v) => {
-                let leaves = leaves(&v);
+                // Numbers as the tool wrote them (`1.50`, not serde_json's `1.5`).
+                let mut written = SeenValues::default();
+                written.add_written(text, &v);
+                let leaves = leaves(&v, &written);
                 let ranked = ranked(&leaves);
                 OutputValues {
                     leaves: Some(leaves),
@@ -86,12 +90,13 @@ impl OutputValues {
 /// The values of a JSON tool output's leaves (`v`) under fields the query names
 /// ([`Query::names_field`]: `order_id` and `order_type` for "cancel my order"), ranked as in
 /// [`OutputValues::all`] (identifier-like first) and in reading order within a rank, leaving out the
-/// ones the query itself holds (the next turn has those). Empty without query terms.
-pub(crate) fn named_by_query(v: &Value, query: &Query) -> Vec<String> {
+/// ones the query itself holds (the next turn has those). Empty without query terms. Numbers
+/// as `written` gives them.
+pub(crate) fn named_by_query(v: &Value, query: &Query, written: &SeenValues<'_>) -> Vec<String> {
     if query.stems.is_empty() {
         return Vec::new();
     }
-    named(&leaves(v), query)
+    named(&leaves(v, written), query)
 }
 
 /// A tool output that is a JSON object or array, parsed.
@@ -201,14 +206,15 @@ struct Field {
     idish: bool,
 }
 
-/// The scalar leaves of `v` (see [`Leaves`]).
-fn leaves(v: &Value) -> Leaves {
+/// The scalar leaves of `v`, numbers as `written` gives them.
+fn leaves(v: &Value, written: &SeenValues<'_>) -> Leaves {
     let mut walk = Walk {
         out: Leaves {
             items: Vec::new(),
             fields: Vec::new(),
         },
         slots: FastMap::default(),
+        written,
     };
     walk.field("");
     walk.leaves(v, 0);
@@ -216,13 +222,15 @@ fn leaves(v: &Value) -> Leaves {
 }
 
 /// The walk over a JSON value that makes its [`Leaves`].
-struct Walk<'j> {
+struct Walk<'j, 'w> {
     out: Leaves,
     /// Each field name's position in `out.fields`.
     slots: FastMap<&'j str, u32>,
+    /// The numbers' texts.
+    written: &'w SeenValues<'w>,
 }
 
-impl<'j> Walk<'j> {
+impl<'j> Walk<'j, '_> {
     /// The position of field `name`, added the first time it is seen.
     fn field(&mut self, name: &'j str) -> u32 {
         if let Some(&k) = self.slots.get(name) {
@@ -255,7 +263,7 @@ impl<'j> Walk<'j> {
             }
             Value::Number(n) => self.out.items.push(Leaf {
                 rank: 0,
-                value: n.to_string(),
+                value: self.written.number(n).into_owned(),
                 field,
             }),
             Value::String(s) => {
@@ -298,7 +306,10 @@ mod tests {
         assert!(!q.names_field("symbol") && !q.names_field("zipcode"));
         // Identifier-like first (`order_id`), then short values; AAPL is in the query already.
         let v: Value = serde_json::from_str(out).unwrap();
-        assert_eq!(named_by_query(&v, &q), vec!["12446", "Buy"]);
+        assert_eq!(
+            named_by_query(&v, &q, &SeenValues::default()),
+            vec!["12446", "Buy"]
+        );
         let all = tool_values_for(out, &q);
         assert_eq!(&all[..2], &["12446".to_string(), "Buy".to_string()]);
         assert!(all.contains(&"AAPL".to_string()) && all.contains(&"94016".to_string()));
