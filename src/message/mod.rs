@@ -25,7 +25,7 @@ mod view;
 pub use document::RawDocument;
 pub use model::{BlockKind, Format, Role};
 pub use raw::{RawObject, Slot};
-pub(crate) use scan::scan_messages;
+pub(crate) use scan::{number_literals, scan_messages};
 pub use strict::{check_json, MAX_DEPTH, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH};
 pub use validate::{
     validate, validate_json, validate_views, ValidateOptions, Validation, Violation,

@@ -103,6 +103,33 @@ pub(crate) fn scan_elements(json: &str) -> Option<Vec<&str>> {
     (s.i == s.bytes.len()).then_some(elements)
 }
 
+/// The number literals of a JSON text in document order (each its exact text), and how many
+/// object keys it writes (a string followed by `:`), or `None` for text the scanner does not
+/// read as serde_json would (then nothing is paired: `compress`'s `SeenValues::add_written`).
+pub(crate) fn number_literals(json: &str) -> Option<(Vec<&str>, usize)> {
+    let mut s = Scanner::new(json);
+    let mut literals = Vec::new();
+    let mut keys = 0;
+    while let Some(b) = s.peek() {
+        match b {
+            b'"' => {
+                s.string()?;
+                s.ws();
+                if s.peek() == Some(b':') {
+                    keys += 1;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = s.i;
+                s.number()?;
+                literals.push(json.get(start..s.i)?);
+            }
+            _ => s.i += 1,
+        }
+    }
+    Some((literals, keys))
+}
+
 pub(super) struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -722,6 +749,15 @@ mod tests {
             }
             assert_eq!(format!("{views:?}"), format!("{slow_views:?}"), "{json}");
         }
+    }
+
+    #[test]
+    fn number_literals_skip_strings_and_count_keys() {
+        let text = r#"{"k\"1": "2, -3.5e2 \" 4", "n" : [-1.5e-3, 0, 12]}"#;
+        assert_eq!(number_literals(text), Some((vec!["-1.5e-3", "0", "12"], 2)));
+        // Not JSON as serde reads it: nothing.
+        assert_eq!(number_literals("[01]"), None);
+        assert_eq!(number_literals(r#"["a\u00"]"#), None);
     }
 
     #[test]
