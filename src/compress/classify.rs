@@ -26,6 +26,7 @@ use super::parse::{message_text, Parsed, UnitKind, Units};
 use super::pylit;
 use super::{contradiction, importance};
 use crate::message::Role;
+use crate::text::hash::FastMap;
 use crate::text::{count_chars, detect, fences};
 
 /// The texts that mark content `compress` already rewrote: kept as they are.
@@ -72,6 +73,9 @@ pub(super) struct Classes<'v> {
     pub json: Vec<Value>,
     /// For each unit, its JSON (parsed once here, whatever its kind).
     json_of_unit: Vec<Option<usize>>,
+    /// The JSON tool outputs serde_json parsed (not Python literals), by their text's address
+    /// and length: [`Classes::output_json`].
+    json_of_text: FastMap<(usize, usize), usize>,
     /// Large values of JSON tool outputs and the newest message holding each.
     pub seen: SeenValues<'v>,
     /// Importance scores (with `importanceScoring`).
@@ -123,12 +127,15 @@ impl<'v> Classes<'v> {
         }
         // Recorded once every value is in place (SeenValues remembers nodes by address).
         let mut seen = SeenValues::default();
+        let mut json_of_text = FastMap::default();
         for (u, j) in json_of_unit.iter().enumerate() {
             if let Some(j) = j {
                 let msg = units.all[u].msg;
                 seen.add(&json[*j], msg, &parsed.name(msg));
                 if is_json[*j] {
-                    seen.add_written(units.all[u].text, &json[*j]);
+                    let text = units.all[u].text;
+                    seen.add_written(text, &json[*j]);
+                    json_of_text.insert((text.as_ptr() as usize, text.len()), *j);
                 }
             }
         }
@@ -156,6 +163,7 @@ impl<'v> Classes<'v> {
             infos: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
             json,
             json_of_unit,
+            json_of_text,
             seen,
             importance,
             texts,
@@ -165,6 +173,15 @@ impl<'v> Classes<'v> {
             superseded: RefCell::default(),
             _units: std::marker::PhantomData,
         }
+    }
+
+    /// The JSON serde_json parsed from the tool output `text` (a unit's own text, by address),
+    /// if it did: its numbers as written are in [`Classes::seen`].
+    pub(super) fn output_json(&self, text: &str) -> Option<&Value> {
+        let j = self
+            .json_of_text
+            .get(&(text.as_ptr() as usize, text.len()))?;
+        self.json.get(*j)
     }
 
     /// What unit `u` is (computed on first use, in the classification's order: a short text is

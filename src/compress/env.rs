@@ -221,7 +221,11 @@ impl<'a, 'v> Env<'a, 'v> {
         if let Some(v) = self.output_values.borrow().get(&key) {
             return Rc::clone(v);
         }
-        let v = Rc::new(values::OutputValues::new(text));
+        // A unit's JSON is parsed once, for the classification; other text on its own.
+        let v = Rc::new(match self.classes.output_json(text) {
+            Some(json) => values::OutputValues::of_json(json, &self.classes.seen),
+            None => values::OutputValues::new(text),
+        });
         self.output_values.borrow_mut().insert(key, Rc::clone(&v));
         v
     }

@@ -52,17 +52,23 @@ impl OutputValues {
                 // Numbers as the tool wrote them (`1.50`, not serde_json's `1.5`).
                 let mut written = SeenValues::default();
                 written.add_written(text, &v);
-                let leaves = leaves(&v, &written);
-                let ranked = ranked(&leaves);
-                OutputValues {
-                    leaves: Some(leaves),
-                    ranked,
-                }
+                OutputValues::of_json(&v, &written)
             }
             None => OutputValues {
                 leaves: None,
                 ranked: key_values(text),
             },
+        }
+    }
+
+    /// The values of a tool output already parsed as JSON (`v`, an object or array), its
+    /// numbers as `written` gives them: what [`new`](Self::new) makes of its text.
+    pub(crate) fn of_json(v: &Value, written: &SeenValues<'_>) -> OutputValues {
+        let leaves = leaves(v, written);
+        let ranked = ranked(&leaves);
+        OutputValues {
+            leaves: Some(leaves),
+            ranked,
         }
     }
 
