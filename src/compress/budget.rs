@@ -17,10 +17,16 @@
 //!    fixed ladder of shares, see `search.rs`; a share whose plan is within 1/50 under the
 //!    budget ends the search). In fold stages the fewest folded messages that
 //!    let the smallest share fit, and the folded summary gets what the newer messages leave.
-//!    Without tool output the first stage that fits is the result; with tool output every
-//!    stage's plan and the fold of everything compete, and the one keeping the most
-//!    tool-output values wins (a value of the newest output counts 1, of the one before ½, …;
-//!    ties go to the earlier stage).
+//!    Without tool output the first stage that fits is the result; with tool output the stages'
+//!    plans and the fold of everything compete, and the one keeping the most tool-output
+//!    values wins (a value of the newest output counts 1, of the one before ½, …; ties go to
+//!    the earlier stage). The stages are searched in turn until one keeps every value; once
+//!    a stage with condensed tool-call arguments has been searched, the fold of everything is
+//!    measured, and the later stages are searched only when it keeps every value too (the
+//!    earliest stage that does wins: it keeps more of the conversation as it was) or does
+//!    not fit. Where the fold keeps fewer values, the later stages (which keep fewer
+//!    messages as they are) have not beaten both it and the stages before them on the dev
+//!    tool sessions: the same plans are chosen, without measuring them.
 //! 3. Last: the oldest messages' texts cut to a preview, as few as needed, then the room the
 //!    cuts leave used: the other texts at the widest fill share that fits, the folded summary
 //!    given what is left, then the cut texts' previews (60 characters at first) as long as
@@ -163,7 +169,15 @@ fn choose(
         // Each stage's plan is scanned for the values it keeps: keep what measuring renders.
         env.keep_forms();
     }
+    let n = env.parsed.len();
+    let deepest = Stage::new(0, true, true).at(n, rung(0));
     let mut candidates: Vec<(f64, Shape, usize)> = Vec::new();
+    // The fold of everything (its value utility and plan), measured once a stage with
+    // condensed tool-call arguments was searched (unless a stage kept every value before);
+    // `None` until then.
+    let mut all_folded: Option<Option<(f64, Shape)>> = None;
+    // Whether a stage with condensed tool-call arguments was searched.
+    let mut condensed = false;
     for (k, stage) in stages.iter().enumerate() {
         let Some((floor, floor_total)) = c.stage_floor(stage) else {
             continue;
@@ -187,9 +201,21 @@ fn choose(
         if u >= tv.total {
             break;
         }
+        // Once a stage with condensed tool-call arguments was searched (what frees room for
+        // the values without dropping a message kept as it is), the later stages are searched
+        // only when the fold of everything keeps every value (one of them may too, keeping
+        // more of the conversation as it was) or does not fit.
+        condensed |= stage.condense_calls;
+        if !condensed {
+            continue;
+        }
+        let all = all_folded.get_or_insert_with(|| {
+            fold_all(env, deepest, budget).map(|a| (tv.utility(env, &a), a))
+        });
+        if all.as_ref().is_some_and(|(u_all, _)| *u_all < tv.total) {
+            break;
+        }
     }
-    let n = env.parsed.len();
-    let deepest = Stage::new(0, true, true).at(n, rung(0));
     if let Some(tv) = &tool_values {
         let mut best: Option<(f64, Shape, usize)> = None;
         for c in candidates {
@@ -198,11 +224,11 @@ fn choose(
             }
         }
         if let Some(found) = best.as_mut().filter(|b| b.0 < tv.total) {
-            if let Some(all) = fold_all(env, deepest, budget) {
-                let u = tv.utility(env, &all);
-                if u > found.0 {
-                    *found = (u, all, stages.len() + 2);
-                }
+            let all = all_folded.unwrap_or_else(|| {
+                fold_all(env, deepest, budget).map(|a| (tv.utility(env, &a), a))
+            });
+            if let Some((u, all)) = all.filter(|(u, _)| *u > found.0) {
+                *found = (u, all, stages.len() + 2);
             }
         }
         if let Some((_, shape, stage)) = best {
