@@ -3,7 +3,7 @@
 //! Every message `compress` rewrites carries an id in its marker (`[summary#3f9a0c21: …]`,
 //! `[dup#…`, `[truncated#…`, `[call#…`), and `verbatim[id]` holds the originals it replaced. The
 //! id is a hash of the originals' position in the conversation (the index of the first) and of
-//! their texts, so it is *unforgeable*: [`uncompress`](super::uncompress) restores a message
+//! their texts, so it is *unforgeable*: [`uncompress`](fn@super::uncompress) restores a message
 //! only where the id it carries, recomputed from `verbatim[id]` at that message's position,
 //! matches. A message that quotes a marker — of this call or of any other — is left as it is:
 //! at its position the quoted id does not check out.

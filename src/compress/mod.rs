@@ -3,7 +3,7 @@
 //! One entry point per kind of input — [`compress`] on values, [`compress_json`] on JSON text
 //! (an array of messages or a provider request body), [`compress_parts`] for hosts that hold the
 //! input already — each with a [`CompressContext`] (an embedder, a token counter, a summariser,
-//! the incremental cache, all optional); [`uncompress`] undoes any of them.
+//! the incremental cache, all optional); [`uncompress`](fn@uncompress) undoes any of them.
 //!
 //! The pass, as stages, on both providers' shapes:
 //!

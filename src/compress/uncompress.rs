@@ -4,7 +4,7 @@
 //! `[truncated#<id> — …]`, `[call#<id>]` (condensed tool-call arguments), `[dup#<id>: …]`);
 //! `verbatim[id]` holds the originals it replaced (several for a merged run or a fold). Walking
 //! the output in order, each message is restored from `verbatim[id]` only where that id checks
-//! out at its position ([`ids`](super::ids): the id is a hash of the originals' position and
+//! out at its position ([`ids`]: the id is a hash of the originals' position and
 //! texts): so exactly the messages compress rewrote come back, and a message that quotes a
 //! marker (of this call or any other) is left as it is. Messages appended after the compressed
 //! ones are kept. The round trip is byte-identical on the JSON path and equal as values on the

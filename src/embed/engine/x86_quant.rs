@@ -113,7 +113,7 @@ unsafe fn run(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
     }
 }
 
-/// [`Activations::pack`] on AVX-512 F, 16 values at a time (the last ones masked): each row's
+/// [`quant::pack`](super::quant::pack) on AVX-512 F, 16 values at a time (the last ones masked): each row's
 /// largest magnitude by `vmaxps` over `|x|` (non-finite values flagged by an unordered compare,
 /// since `vmaxps` drops a NaN), then `x · (32767 / max)` converted to `i32` with embedded
 /// round-to-nearest-even (the portable `quantize`'s integers), narrowed with saturation to 16
