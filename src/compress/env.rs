@@ -76,6 +76,8 @@ pub(super) struct Env<'a, 'v> {
     known_classes: RefCell<KnownClasses>,
     /// Each message's units' key tokens and tool-output values, for its classes.
     asked: Vec<OnceCell<Asked>>,
+    /// Each unit's tokens ([`Env::unit_tokens`]).
+    unit_tokens: Vec<OnceCell<usize>>,
     /// What a unit's budget-fill summary may list, by unit and known set ([`Known::id`]): the
     /// same for every level the budget tries.
     pub(super) fill_candidates: RefCell<FastMap<(usize, usize), FillCandidates>>,
@@ -144,6 +146,7 @@ impl<'a, 'v> Env<'a, 'v> {
             knowns: RefCell::default(),
             known_classes: RefCell::default(),
             asked: (0..parsed.len()).map(|_| OnceCell::new()).collect(),
+            unit_tokens: (0..units.all.len()).map(|_| OnceCell::new()).collect(),
             fill_candidates: RefCell::default(),
             folds: RefCell::default(),
             compact: RefCell::default(),
@@ -211,6 +214,16 @@ impl<'a, 'v> Env<'a, 'v> {
             CompactForm::Fixed(c) => within(c),
             CompactForm::Varies { floor } if floor > budget => None,
             CompactForm::Varies { .. } => within(make()),
+        }
+    }
+
+    /// The tokens of unit `u`'s text, counted once per call (every form of its message asks:
+    /// a size guard compares a replacement with it).
+    pub(super) fn unit_tokens(&self, u: usize) -> usize {
+        let count = || self.tok.count(self.units.all[u].text);
+        match self.unit_tokens.get(u) {
+            Some(cell) => *cell.get_or_init(count),
+            None => count(),
         }
     }
 

@@ -284,7 +284,7 @@ fn render_message(
             if whole_text(unit.block) {
                 parsed.counts[m]
             } else {
-                tok.count(unit.text)
+                env.unit_tokens(u)
             }
         };
         let dup = dups.get(u).copied().flatten();
