@@ -139,8 +139,9 @@ pub(crate) fn json_compact_with<'v>(
     )
 }
 
-/// The long strings of JSON values, each split and scored once ([`Prepared`](super::summarize::Prepared)) and summarised
-/// at any level from that: what `prose` does for each, without doing it again per level.
+/// The long strings of JSON values, each split and scored once
+/// ([`Prepared`](super::summarize::Prepared)) and summarised at any level from that: what
+/// `prose` does for each, without doing it again per level.
 #[derive(Default)]
 pub(crate) struct LongStrings<'v> {
     prepared: PreparedTexts<'v>,

@@ -16,8 +16,8 @@
 //! - per call, each row of `x` (a token) is rounded to 16-bit integers on its own scale,
 //!   `r = max|x| / 32767`;
 //! - `y[t, j] = ((Σ x_q · q) · r_t) · s_j + bias_j`, the integer sums exact in `i32`, taken in
-//!   chunks of [`CHUNK`](super::int8::CHUNK) steps (32767 · 128 · 512 < 2³¹, so no sum can overflow) and added up
-//!   as f32 in chunk order.
+//!   chunks of [`CHUNK`](super::int8::CHUNK) steps (32767 · 128 · 512 < 2³¹, so no sum can
+//!   overflow) and added up as f32 in chunk order.
 //!
 //! Integer sums do not depend on their order, so every kernel (the portable one here, AVX-512
 //! VNNI and AVX2 in `super::x86_quant`, wasm SIMD in `super::wasm_quant`) gives the same bits,
