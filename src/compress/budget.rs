@@ -176,6 +176,8 @@ fn choose(
     // condensed tool-call arguments was searched (unless a stage kept every value before);
     // `None` until then.
     let mut all_folded: Option<Option<(f64, Shape)>> = None;
+    let measure_fold =
+        |tv: &ToolValues| fold_all(env, deepest, budget).map(|all| (tv.utility(env, &all), all));
     // Whether a stage with condensed tool-call arguments was searched.
     let mut condensed = false;
     for (k, stage) in stages.iter().enumerate() {
@@ -209,9 +211,7 @@ fn choose(
         if !condensed {
             continue;
         }
-        let all = all_folded.get_or_insert_with(|| {
-            fold_all(env, deepest, budget).map(|a| (tv.utility(env, &a), a))
-        });
+        let all = all_folded.get_or_insert_with(|| measure_fold(tv));
         if all.as_ref().is_some_and(|(u_all, _)| *u_all < tv.total) {
             break;
         }
@@ -224,9 +224,7 @@ fn choose(
             }
         }
         if let Some(found) = best.as_mut().filter(|b| b.0 < tv.total) {
-            let all = all_folded.unwrap_or_else(|| {
-                fold_all(env, deepest, budget).map(|a| (tv.utility(env, &a), a))
-            });
+            let all = all_folded.unwrap_or_else(|| measure_fold(tv));
             if let Some((u, all)) = all.filter(|(u, _)| *u > found.0) {
                 *found = (u, all, stages.len() + 2);
             }
