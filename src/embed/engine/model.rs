@@ -4,8 +4,10 @@
 //! `sequence`), type it, declutter, then **fold every constant `Cast`**: the int8 model stores
 //! each weight as int8 + `Cast` + `Mul` (scale); tract's own constant folding skips folds whose
 //! output outgrows a 4 MiB budget (the 30522 × 384 embedding table, the FFN matrices), which would
-//! leave the int8 → f32 dequantisation to run on every call. After the fold a second declutter
-//! folds what became constant (the `Mul` by the scale), then tract optimises for the CPU
+//! leave the int8 → f32 dequantisation to run on every call. After a fold a second declutter
+//! folds what became constant (the `Mul` by the scale; skipped when nothing was folded, as
+//! with the integer matmuls, whose weights are packed before tract parses the graph), then
+//! tract optimises for the CPU
 //! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
 //! Where `super::quant` has a fast kernel (wasm, x86-64 with AVX2), the weight matmuls become
 //! integer products before that optimisation, and the f32 operators that decide the inputs of
@@ -246,11 +248,17 @@ impl Model {
         stage("typed");
         declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
         stage("decluttered");
-        let casts_folded = tables
-            + fold_constant_casts(&mut typed)
-                .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        let folded = fold_constant_casts(&mut typed)
+            .map_err(|e| tract_error("model", "constant folding failed", &e))?;
+        let casts_folded = tables + folded;
         stage("casts folded");
-        declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+        // What a fold made constant (each weight's `Mul` by its scale) folds in a second
+        // declutter. With the integer matmuls the weights were packed before tract saw them
+        // and no constant `Cast` is left (MiniLM: none), so the graph is as the first declutter
+        // left it and the second pass, a whole walk of the graph's rules, is skipped.
+        if folded > 0 {
+            declutter(&mut typed).map_err(|e| tract_error("model", "declutter failed", &e))?;
+        }
         stage("decluttered again");
         let quantized = if quant {
             let n = prepacked
