@@ -7,8 +7,8 @@
 //! leave the int8 → f32 dequantisation to run on every call. After a fold a second declutter
 //! folds what became constant (the `Mul` by the scale; skipped when nothing was folded, as
 //! with the integer matmuls, whose weights are packed before tract parses the graph), then
-//! tract optimises for the CPU
-//! (matmul kernels, fused ops). The result is one plan for every batch and sequence length.
+//! tract optimises for the CPU (matmul kernels, fused ops). The result is one plan for every
+//! batch and sequence length.
 //! Where `super::quant` has a fast kernel (wasm, x86-64 with AVX2), the weight matmuls become
 //! integer products before that optimisation, and the f32 operators that decide the inputs of
 //! their roundings become `super::same`'s, so that both builds give the same bits.
