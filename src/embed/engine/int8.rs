@@ -177,43 +177,63 @@ impl QuantWeights {
             .zip(q.chunks_exact_mut(k))
             .zip(scales.iter_mut())
         {
-            // The largest magnitude and whether every value is finite, in one pass.
-            let (max, finite) = column.iter().fold((0f32, true), |(m, f), v| {
-                (if v.abs() > m { v.abs() } else { m }, f && v.is_finite())
-            });
-            if !finite {
-                return None;
-            }
-            if max == 0.0 {
-                continue;
-            }
-            // Whether every value is an int8 multiple of `s`; the integers land in the column's
-            // place in `q` (a later scale tried overwrites them).
-            let mut fits = |s: f32| {
-                let inv = 1.0 / s;
-                column
-                    .iter()
-                    .zip(ints.iter_mut())
-                    .all(|(&v, d)| as_int8(v, s, inv).map(|i| *d = i).is_some())
-            };
-            let scale = [127f32, 128.0]
-                .iter()
-                .flat_map(|levels| {
-                    let s = max / levels;
-                    let (mut up, mut down) = (s, s);
-                    let mut near = vec![s];
-                    for _ in 0..3 {
-                        up = up.next_up();
-                        down = down.next_down();
-                        near.push(up);
-                        near.push(down);
-                    }
-                    near
-                })
-                .find(|&s| s > 0.0 && fits(s))?;
-            *scale_j = scale;
+            *scale_j = QuantWeights::recover_column(column, ints)?;
         }
         Some((q, scales))
+    }
+
+    /// One column of [`QuantWeights::recover_columns`]: its scale (0 for a column of zeros,
+    /// whose integers stay 0), its integers written into `ints`; `None` when a value is not
+    /// finite or no scale near `max / 127` or `max / 128` makes every value an int8 multiple.
+    pub(crate) fn recover_column(column: &[f32], ints: &mut [i8]) -> Option<f32> {
+        // The largest magnitude and whether every value is finite, in one pass.
+        let (max, finite) = column.iter().fold((0f32, true), |(m, f), v| {
+            (if v.abs() > m { v.abs() } else { m }, f && v.is_finite())
+        });
+        if !finite {
+            return None;
+        }
+        if max == 0.0 {
+            return Some(0.0);
+        }
+        // Whether every value is an int8 multiple of `s`; the integers land in `ints` (a later
+        // scale tried overwrites them).
+        let mut fits = |s: f32| {
+            let inv = 1.0 / s;
+            column
+                .iter()
+                .zip(ints.iter_mut())
+                .all(|(&v, d)| as_int8(v, s, inv).map(|i| *d = i).is_some())
+        };
+        [127f32, 128.0]
+            .iter()
+            .flat_map(|levels| {
+                let s = max / levels;
+                let (mut up, mut down) = (s, s);
+                let mut near = vec![s];
+                for _ in 0..3 {
+                    up = up.next_up();
+                    down = down.next_down();
+                    near.push(up);
+                    near.push(down);
+                }
+                near
+            })
+            .find(|&s| s > 0.0 && fits(s))
+    }
+
+    /// Whether [`QuantWeights::recover_column`] of the column `f32(v) · scale` (each int8 `v`
+    /// of `column` times one scale) gives back `column` and `scale` themselves, so that the
+    /// f32 values need not be made or searched. True when the column's largest magnitude is
+    /// 127 and `(127 · scale) / 127` rounds back to `scale`, for a scale large enough that every
+    /// product `v · scale` (`v` ≠ 0) is a normal float: then the search's first candidate,
+    /// `max / 127`, is `scale` itself, and every value passes its check with `v` (`f32(v · scale)
+    /// · (1 / scale)` is within 3 ulps of `v`, |v| ≤ 127, so it rounds to `v`; and `v · scale` is
+    /// the value itself). A column with −128, or any other column, takes the search.
+    pub(crate) fn is_own_recovery(column: &[i8], scale: f32) -> bool {
+        let top = column.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
+        let max = 127f32 * scale;
+        top == 127 && scale >= f32::MIN_POSITIVE * 128.0 && max.is_finite() && max / 127f32 == scale
     }
 
     /// The portable kernel: the same integer sums and f32 steps as every other kernel.
@@ -450,7 +470,7 @@ pub(crate) fn random_product(
 // proptest is a native dev-dependency (the wasm test build has none).
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
-    use super::as_int8;
+    use super::{as_int8, QuantWeights};
     use proptest::prelude::*;
 
     /// What `as_int8` replaced: the quotient by division, rounded half away from zero.
@@ -479,5 +499,47 @@ mod tests {
                 prop_assert_eq!(as_int8(exact, s, 1.0 / s), Some(q as i8));
             }
         }
+
+        /// Where `is_own_recovery` says a column's integers and scale are what the search
+        /// would recover from `f32(v) · scale`, the search gives exactly them; columns with a
+        /// largest magnitude of 127 (the fast path) and others, scales over a wide range.
+        #[test]
+        fn own_recovery_is_what_the_search_recovers(
+            mut column in prop::collection::vec(any::<i8>(), 1..64),
+            top in any::<bool>(),
+            at in any::<prop::sample::Index>(),
+            s in prop_oneof![1e-9f32..1e3, (1u32..0x0200_0000).prop_map(f32::from_bits)],
+        ) {
+            if top {
+                let i = at.index(column.len());
+                column[i] = if column[i] < 0 { -127 } else { 127 };
+                for v in column.iter_mut().filter(|v| **v == -128) {
+                    *v = -127;
+                }
+            }
+            let values: Vec<f32> = column.iter().map(|&v| f32::from(v) * s).collect();
+            let mut ints = vec![0i8; column.len()];
+            let searched = QuantWeights::recover_column(&values, &mut ints);
+            if QuantWeights::is_own_recovery(&column, s) {
+                prop_assert_eq!(searched.map(f32::to_bits), Some(s.to_bits()));
+                prop_assert_eq!(ints, column);
+            }
+        }
+    }
+
+    /// The fast path is taken for a usual int8 column (largest magnitude 127, a normal scale)
+    /// and refused for a column holding −128 or one whose largest magnitude is below 127.
+    #[test]
+    fn own_recovery_takes_the_usual_column_only() {
+        assert!(QuantWeights::is_own_recovery(&[3, -127, 40], 0.0123));
+        assert!(!QuantWeights::is_own_recovery(&[3, -128, 40], 0.0123));
+        assert!(!QuantWeights::is_own_recovery(&[3, -100, 40], 0.0123));
+        assert!(!QuantWeights::is_own_recovery(&[127], f32::from_bits(1)));
+        assert!(!QuantWeights::is_own_recovery(&[127], f32::MAX));
+        // A scale that `(127 · s) / 127` does not give back (about 1 in 130 do not): the
+        // search's first candidate is then another scale, so the fast path must not answer.
+        let s = f32::from_bits(0x3a01_0ac0);
+        assert_ne!((127f32 * s) / 127f32, s);
+        assert!(!QuantWeights::is_own_recovery(&[127, 5], s));
     }
 }

@@ -291,7 +291,8 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
     let mut weights = Vec::new();
     let mut dead_nodes = Vec::new();
     let mut dead_initializers = Vec::new();
-    // One f32 matrix at a time (column by column): the values the folded constant would hold.
+    // One f32 column at a time, where the integers are not taken as they are: the values the
+    // folded constant would hold.
     let mut w = Vec::new();
     let mut columns = Vec::new();
     for m in 0..graph.node.len() {
@@ -323,24 +324,53 @@ pub(crate) fn int8_matmuls(graph: &mut GraphProto) -> TractResult<Vec<Arc<QuantW
         columns.clear();
         columns.resize(q.len(), 0);
         transpose::transpose(q, &mut columns, n, k);
-        w.clear();
         let out_of_range =
             || format_err!("int8 weights of {}: scale index out of range", node.name);
-        for (j, column) in columns.chunks_exact(k).enumerate() {
-            if at.by_row {
-                for (i, &v) in column.iter().enumerate() {
-                    let &scale = s.get(at.at(i, j)).ok_or_else(out_of_range)?;
-                    w.push(f32::from(v) * scale);
-                }
+        let mut ints = vec![0i8; q.len()];
+        let mut scales = vec![0f32; n];
+        let mut recovered = true;
+        for (j, (column, out)) in columns
+            .chunks_exact(k)
+            .zip(ints.chunks_exact_mut(k))
+            .enumerate()
+        {
+            // One scale for the whole column, whose values the search would give back as they
+            // are (the usual case): no f32 values made, nothing searched.
+            let column_scale = if at.by_row {
+                None
             } else {
-                // One scale for the whole column: a loop the compiler vectorises.
-                let &scale = s.get(at.at(0, j)).ok_or_else(out_of_range)?;
-                w.extend(column.iter().map(|&v| f32::from(v) * scale));
+                Some(*s.get(at.at(0, j)).ok_or_else(out_of_range)?)
+            };
+            if let Some(scale) =
+                column_scale.filter(|&scale| QuantWeights::is_own_recovery(column, scale))
+            {
+                out.copy_from_slice(column);
+                scales[j] = scale;
+                continue;
+            }
+            // Otherwise the values the folded constant would hold, searched for their scale.
+            w.clear();
+            match column_scale {
+                // One scale for the column: a loop the compiler vectorises.
+                Some(scale) => w.extend(column.iter().map(|&v| f32::from(v) * scale)),
+                None => {
+                    for (i, &v) in column.iter().enumerate() {
+                        let &scale = s.get(at.at(i, j)).ok_or_else(out_of_range)?;
+                        w.push(f32::from(v) * scale);
+                    }
+                }
+            }
+            match QuantWeights::recover_column(&w, out) {
+                Some(scale) => scales[j] = scale,
+                None => {
+                    recovered = false;
+                    break;
+                }
             }
         }
-        let Some((ints, scales)) = QuantWeights::recover_columns(&w, k, n) else {
+        if !recovered {
             continue;
-        };
+        }
         // The bias: the one reader of `y`, an `Add` of an f32 vector of `n` values.
         let mut bias = vec![0f32; n];
         let mut out = (y.clone(), None);
