@@ -117,8 +117,9 @@ unsafe fn run(w: &QuantWeights, x: &Activations, out: &mut [f32]) {
 /// masked): each row's largest magnitude by `vmaxps` over `|x|` (non-finite values flagged by
 /// an unordered compare, since `vmaxps` drops a NaN), then `x · (32767 / max)` converted to
 /// `i32` with embedded round-to-nearest-even (the portable `quantize`'s integers), narrowed
-/// with saturation to 16 bits and stored as 8 pairs. A row with a non-finite value stays zeros with a NaN scale, as
-/// the portable packer leaves it. `None` if the CPU lacks the features or `x` is short.
+/// with saturation to 16 bits and stored as 8 pairs. A row with a non-finite value stays zeros
+/// with a NaN scale, as the portable packer leaves it. `None` if the CPU lacks the features or
+/// `x` is short.
 pub(crate) fn pack(x: &[f32], rows: usize, k: usize) -> Option<Activations> {
     pack_on(x, rows, k, Cpu::detect())
 }
