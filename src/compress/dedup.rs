@@ -39,8 +39,13 @@ type Found = Option<(usize, Option<u32>)>;
 /// The conversation's texts as dedup targets, built on the first unit that needs them.
 struct Targets<'v> {
     all_texts: Vec<(usize, &'v str)>,
-    /// The newest message holding each text (texts are in message order).
-    newest: HashMap<Text<'v>, usize>,
+    /// Each distinct text's place in `newest`.
+    groups: HashMap<Text<'v>, usize>,
+    /// The newest message holding each distinct text (texts are in message order).
+    newest: Vec<usize>,
+    /// The same answer for each of `all_texts` by its address and length: a unit's text is
+    /// one of them, found without hashing its bytes a second time.
+    newest_at: HashMap<(usize, usize), usize>,
     /// Each text's set of lines (fuzzy only).
     line_sets: Vec<HashSet<&'v str>>,
 }
@@ -48,11 +53,24 @@ struct Targets<'v> {
 impl<'v> Targets<'v> {
     fn new(values: &'v [Value], fuzzy: bool) -> Targets<'v> {
         let all_texts = all_texts(values);
-        let mut newest: HashMap<Text<'_>, usize> =
+        let mut groups: HashMap<Text<'_>, usize> =
             HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
+        let mut newest: Vec<usize> = Vec::new();
+        let mut group_of = Vec::with_capacity(all_texts.len());
         for &(m, t) in &all_texts {
-            newest.insert(Text(t), m);
+            let g = *groups.entry(Text(t)).or_insert(newest.len());
+            if g == newest.len() {
+                newest.push(m);
+            } else {
+                newest[g] = m;
+            }
+            group_of.push(g);
         }
+        let newest_at = all_texts
+            .iter()
+            .zip(&group_of)
+            .map(|(&(_, t), &g)| ((t.as_ptr() as usize, t.len()), newest[g]))
+            .collect();
         let line_sets = if fuzzy {
             all_texts.iter().map(|&(_, t)| line_set(t)).collect()
         } else {
@@ -60,14 +78,21 @@ impl<'v> Targets<'v> {
         };
         Targets {
             all_texts,
+            groups,
             newest,
+            newest_at,
             line_sets,
         }
     }
 
     /// [`find`]'s answer for one unit.
     fn find(&self, unit: &Unit<'_>, fuzzy: Option<f64>) -> Found {
-        if let Some(&m) = self.newest.get(&Text(unit.text)).filter(|&&m| m > unit.msg) {
+        let at = (unit.text.as_ptr() as usize, unit.text.len());
+        let newest = match self.newest_at.get(&at) {
+            Some(&m) => Some(m),
+            None => self.groups.get(&Text(unit.text)).map(|&g| self.newest[g]),
+        };
+        if let Some(m) = newest.filter(|&m| m > unit.msg) {
             return Some((m, None));
         }
         let threshold = fuzzy?;

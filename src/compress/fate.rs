@@ -457,7 +457,7 @@ fn prose_of(env: &Env<'_, '_>, u: usize, level: Level, facts: bool) -> String {
         return summarize::prose_with(t, level, env.terms, facts);
     }
     let prepared = env.prepared(u, facts);
-    let body = prepared.pack(level.budget(t.chars().count()), facts);
+    let body = prepared.pack(level.budget(crate::text::count_chars(t)), facts);
     summarize::with_keys(body, t, level.max_keys, env.terms, prepared.walk.as_ref())
 }
 
@@ -536,7 +536,7 @@ pub(super) fn merged_body(
     let terms = env.terms;
     if level.fill {
         return known.cached_with_known("fill_prose", joined, level, terms, || {
-            let budget = level.budget(joined.chars().count());
+            let budget = level.budget(crate::text::count_chars(joined));
             let prepared = summarize::Prepared::new(joined, terms, user);
             let mut candidates = if user {
                 prepared.fact_values()

@@ -237,7 +237,7 @@ pub(crate) fn prose(text: &str, level: Level, terms: &Query) -> String {
 /// ([`crate::text::facts`]) whatever the budget (a user's own facts, in the default pass).
 pub(crate) fn prose_with(text: &str, level: Level, terms: &Query, facts: bool) -> String {
     let prepared = Prepared::new(text, terms, facts);
-    let body = prepared.pack(level.budget(text.chars().count()), facts);
+    let body = prepared.pack(level.budget(crate::text::count_chars(text)), facts);
     with_keys(body, text, level.max_keys, terms, prepared.walk.as_ref())
 }
 
@@ -259,7 +259,7 @@ impl<'t> PreparedTexts<'t> {
             self.map.borrow_mut().insert(key, std::rc::Rc::clone(&p));
             p
         });
-        let body = prepared.pack(level.budget(text.chars().count()), false);
+        let body = prepared.pack(level.budget(crate::text::count_chars(text)), false);
         with_keys(body, text, level.max_keys, terms, prepared.walk.as_ref())
     }
 }
@@ -382,7 +382,7 @@ impl<'t> Prepared<'t> {
             .collect();
         let lens = sents
             .iter()
-            .map(|s| text[s.span.clone()].chars().count() + 1)
+            .map(|s| crate::text::count_chars(&text[s.span.clone()]) + 1)
             .collect();
         Prepared {
             text,
@@ -455,7 +455,7 @@ impl<'t> Prepared<'t> {
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`.
 pub(crate) fn cut_at_word(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    if crate::text::count_chars(text) <= max {
         return text.to_string();
     }
     let byte_max = text
@@ -513,7 +513,7 @@ fn key_separator(keys: &[String]) -> &'static str {
 /// `candidates` it does not contain, while the whole stays within `budget` characters.
 pub(crate) fn fill(body: String, candidates: &[String], budget: usize) -> String {
     let mut out = body;
-    let mut used = out.chars().count();
+    let mut used = crate::text::count_chars(&out);
     let mut first = true;
     let sep = key_separator(candidates);
     // The body as it was (keys appended after it are looked up in `appended`).
@@ -594,7 +594,7 @@ pub(crate) fn code_split_with<'t>(
 /// (errors, failures, warnings) and the paths and other key tokens, within the level's budget.
 pub(crate) fn structured(text: &str, level: Level) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let budget = level.budget(text.chars().count());
+    let budget = level.budget(crate::text::count_chars(text));
     let mut out = format!("{} lines", lines.len());
     let status: Vec<&str> = lines
         .iter()

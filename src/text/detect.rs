@@ -56,19 +56,24 @@ pub fn hard(text: &str) -> Option<Hard> {
     if is_json(text) {
         return Some(Hard::Json);
     }
-    if is_stack_trace(text, &phrases) {
+    // The line rules of the kinds below, from one walk over the lines.
+    let shape = LineShape::of(text);
+    if phrases.has("Traceback (most recent call last)")
+        || phrases.has("panicked at ")
+        || shape.frames >= 2
+    {
         return Some(Hard::StackTrace);
     }
-    if is_diff(text) {
+    if shape.hunks >= 1 && shape.changed >= 2 {
         return Some(Hard::Diff);
     }
-    if is_table(text) {
+    if shape.rows >= 3 && shape.separator_row {
         return Some(Hard::Table);
     }
     if is_sql(&phrases) {
         return Some(Hard::Sql);
     }
-    if is_code(text) {
+    if code_share_reached(text, shape.lines) {
         return Some(Hard::Code);
     }
     None
@@ -208,50 +213,59 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
     super::lines::lines(text).filter(|l| !l.trim().is_empty())
 }
 
-fn is_stack_trace(text: &str, phrases: &Phrases) -> bool {
-    if phrases.has("Traceback (most recent call last)") || phrases.has("panicked at ") {
-        return true;
-    }
-    let frames = lines(text)
-        .filter(|l| {
+/// What the line rules of [`hard`] count, from one walk over the non-empty lines: stack
+/// frames, diff hunk headers and changed lines, table rows and whether one is a separator row.
+#[derive(Default)]
+struct LineShape {
+    /// Non-empty lines.
+    lines: usize,
+    /// Stack frames: `at f (file:1)`, `File "a.py", line 3`, `Caused by:`.
+    frames: usize,
+    /// Diff headers: `@@ `, `diff --git `, `+++ `, `--- a/`.
+    hunks: usize,
+    /// Changed lines of a diff: `+x` or `-x` (not a `+ ` / `- ` bullet).
+    changed: usize,
+    /// Lines starting (after indentation) with `|`.
+    rows: usize,
+    /// Whether one of those rows is a separator (`|---|:--|`: `|-: ` only, with `---`).
+    separator_row: bool,
+}
+
+impl LineShape {
+    fn of(text: &str) -> LineShape {
+        let mut s = LineShape::default();
+        for l in lines(text) {
+            s.lines += 1;
             let t = l.trim_start();
-            (t.starts_with("at ") && t.contains('(') && t.contains(':'))
+            if (t.starts_with("at ") && t.contains('(') && t.contains(':'))
                 || (t.starts_with("File \"") && t.contains(", line "))
                 || t.starts_with("Caused by:")
-        })
-        .count();
-    frames >= 2
-}
-
-fn is_diff(text: &str) -> bool {
-    let mut hunks = 0;
-    let mut changed = 0;
-    for l in lines(text) {
-        if l.starts_with("@@ ")
-            || l.starts_with("diff --git ")
-            || l.starts_with("+++ ")
-            || l.starts_with("--- a/")
-        {
-            hunks += 1;
-        } else if (l.starts_with('+') || l.starts_with('-'))
-            && !l.starts_with("- ")
-            && !l.starts_with("+ ")
-        {
-            changed += 1;
+            {
+                s.frames += 1;
+            }
+            if l.starts_with("@@ ")
+                || l.starts_with("diff --git ")
+                || l.starts_with("+++ ")
+                || l.starts_with("--- a/")
+            {
+                s.hunks += 1;
+            } else if (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("- ")
+                && !l.starts_with("+ ")
+            {
+                s.changed += 1;
+            }
+            if t.starts_with('|') {
+                s.rows += 1;
+                if !s.separator_row {
+                    let r = t.trim_end();
+                    s.separator_row =
+                        r.contains("---") && r.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+                }
+            }
         }
+        s
     }
-    hunks >= 1 && changed >= 2
-}
-
-fn is_table(text: &str) -> bool {
-    let rows: Vec<&str> = lines(text)
-        .filter(|l| l.trim_start().starts_with('|'))
-        .collect();
-    rows.len() >= 3
-        && rows.iter().any(|r| {
-            let t = r.trim();
-            t.contains("---") && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
-        })
 }
 
 fn is_sql(phrases: &Phrases) -> bool {
@@ -264,13 +278,14 @@ fn is_sql(phrases: &Phrases) -> bool {
         || has("ALTER TABLE ")
 }
 
-fn is_code(text: &str) -> bool {
-    let total = lines(text).count();
+/// Whether at least 60% of the `total` non-empty lines of `text` look like code (3 lines at
+/// least).
+fn code_share_reached(text: &str, total: usize) -> bool {
     if total < 3 {
         return false;
     }
-    // Code when at least 60% of the lines look like code: stop as soon as that is out of reach
-    // (prose fails after its first 40% of lines) or reached.
+    // Stop as soon as the share is out of reach (prose fails after its first 40% of lines) or
+    // reached.
     let need = (total * 6).div_ceil(10);
     let (mut code, mut seen) = (0usize, 0usize);
     for l in lines(text) {
@@ -317,7 +332,12 @@ fn is_code_line(l: &str) -> bool {
         || t.ends_with("):")
         || t.ends_with(')');
     ends || STARTS.iter().any(|k| t.starts_with(k))
-        || (t.contains(" = ") && !t.contains(". ") && t.split_whitespace().count() <= 8)
+        // (`=` first, by memchr's SIMD scan: most lines have none, and `str::contains` is a
+        // byte-at-a-time search on wasm32.)
+        || (memchr::memchr(b'=', t.as_bytes()).is_some()
+            && t.contains(" = ")
+            && !t.contains(". ")
+            && t.split_whitespace().count() <= 8)
 }
 
 /// Structured tool output (docs/design.md, "The compress pipeline"): 6+ non-empty lines, more than
@@ -369,11 +389,76 @@ mod tests {
         assert!(SECRET_SEPARATORS.nibbles_agree());
     }
 
-    /// [`is_code`] as first written: every line judged, then the share (the oracle).
+    /// The code rule as first written: every line judged, then the share (the oracle).
     #[cfg(not(target_arch = "wasm32"))]
     fn code_by_share(text: &str) -> bool {
         let all: Vec<&str> = lines(text).collect();
         all.len() >= 3 && all.iter().filter(|l| is_code_line(l)).count() * 10 >= all.len() * 6
+    }
+
+    /// [`hard`] as first written, one walk over the lines per rule (the oracle of the single
+    /// walk of [`LineShape`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn hard_by_rule(text: &str) -> Option<Hard> {
+        let phrases = Phrases::of(text);
+        let stack_trace = || {
+            phrases.has("Traceback (most recent call last)")
+                || phrases.has("panicked at ")
+                || lines(text)
+                    .filter(|l| {
+                        let t = l.trim_start();
+                        (t.starts_with("at ") && t.contains('(') && t.contains(':'))
+                            || (t.starts_with("File \"") && t.contains(", line "))
+                            || t.starts_with("Caused by:")
+                    })
+                    .count()
+                    >= 2
+        };
+        let diff = || {
+            let (mut hunks, mut changed) = (0, 0);
+            for l in lines(text) {
+                if l.starts_with("@@ ")
+                    || l.starts_with("diff --git ")
+                    || l.starts_with("+++ ")
+                    || l.starts_with("--- a/")
+                {
+                    hunks += 1;
+                } else if (l.starts_with('+') || l.starts_with('-'))
+                    && !l.starts_with("- ")
+                    && !l.starts_with("+ ")
+                {
+                    changed += 1;
+                }
+            }
+            hunks >= 1 && changed >= 2
+        };
+        let table = || {
+            let rows: Vec<&str> = lines(text)
+                .filter(|l| l.trim_start().starts_with('|'))
+                .collect();
+            rows.len() >= 3
+                && rows.iter().any(|r| {
+                    let t = r.trim();
+                    t.contains("---") && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+                })
+        };
+        if is_secret(text, &phrases) {
+            Some(Hard::Secret)
+        } else if is_json(text) {
+            Some(Hard::Json)
+        } else if stack_trace() {
+            Some(Hard::StackTrace)
+        } else if diff() {
+            Some(Hard::Diff)
+        } else if table() {
+            Some(Hard::Table)
+        } else if is_sql(&phrases) {
+            Some(Hard::Sql)
+        } else if code_by_share(text) {
+            Some(Hard::Code)
+        } else {
+            None
+        }
     }
 
     #[cfg(not(target_arch = "wasm32"))]
@@ -387,7 +472,21 @@ mod tests {
             )
         ) {
             let text = lines.join("\n");
-            proptest::prop_assert_eq!(is_code(&text), code_by_share(&text), "{:?}", text);
+            let total = super::lines(&text).count();
+            proptest::prop_assert_eq!(code_share_reached(&text, total), code_by_share(&text), "{:?}", text);
+        }
+
+        /// One walk over the lines finds the kind the rules one walk each find.
+        #[test]
+        fn one_walk_finds_what_a_walk_per_rule_finds(
+            lines in proptest::collection::vec(
+                "  at f \\(a\\.js:1\\)|File \"a\\.py\", line 3|Caused by: x|@@ -1 \\+1 @@|diff --git a b|\\+\\+\\+ b|--- a/x|\\+new|-old|- item|\\+ item|\\| a \\| b \\||\\|---\\|:-:\\||  \\| 1 \\| 2 \\| |let x = 1;|\\}|Some prose\\.|SELECT a FROM t|\\{\"k\": 1\\}|  |é",
+                0..12,
+            ),
+            crlf in proptest::bool::ANY,
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            proptest::prop_assert_eq!(hard(&text), hard_by_rule(&text), "{:?}", text);
         }
     }
 

@@ -151,7 +151,7 @@ pub(crate) fn score_sentence_keys(
             score += 1.0;
         }
     });
-    let len = sentence.chars().count();
+    let len = super::count_chars(sentence);
     if (40..=120).contains(&len) {
         score += 2.0;
     }
