@@ -21,7 +21,8 @@
 //!   the block's messages, its position, the options and the query's fingerprint.
 //!
 //! Under the cache, a per-call memo (always on, cache or not) keeps the key tokens of every
-//! text and token seen in the call, so the budget loop's repeated passes extract them once.
+//! text seen in the call, so the budget loop's repeated passes extract them once (a token's
+//! class is memoised by `text::keys::classify` itself, per thread, across calls).
 //!
 //! **The law.** With or without a cache, and whatever the cache holds (as long as it was built
 //! by this crate), `compress` returns the same bytes: the cache only saves time
@@ -386,7 +387,7 @@ pub(crate) fn key(parts: &[&[u8]]) -> String {
     d.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The memo of one call: key tokens by text and by token (always), and the caller's cache
+/// The memo of one call: key tokens by text (always), and the caller's cache
 /// while the call runs (see the module docs). Interior mutability: summarisers take `&Query`.
 #[derive(Clone, Default)]
 pub struct Memo {
@@ -401,13 +402,12 @@ impl std::fmt::Debug for Memo {
 
 #[derive(Default)]
 struct MemoInner {
-    // foldhash maps: probed for every token and sentence of the call (never iterated).
-    tokens: FastMap<String, Option<KeyKind>>,
+    // foldhash maps: probed for every text and sentence of the call (never iterated).
     keys: FastMap<String, Rc<Vec<(String, KeyKind)>>>,
     scores: FastMap<String, f64>,
     /// One pass over the messages (no budget loop, no cache): sentence scores and a text's
     /// key tokens are computed where asked, not stored (each is asked for once, and storing
-    /// copies every sentence). Token classes are still memoised.
+    /// copies every sentence). Token classes are memoised by `keys::classify` either way.
     single_pass: bool,
     cache: Option<CompressCache>,
     hits: usize,
@@ -465,18 +465,7 @@ impl Memo {
                 return Rc::clone(k);
             }
         }
-        let extracted = {
-            let mut m = self.inner.borrow_mut();
-            let tokens = &mut m.tokens;
-            Rc::new(keys::extract_with(text, &mut |t| {
-                if let Some(k) = tokens.get(t) {
-                    return *k;
-                }
-                let k = keys::classify(t);
-                tokens.insert(t.to_string(), k);
-                k
-            }))
-        };
+        let extracted = Rc::new(keys::extract_with(text, &mut keys::classify));
         self.inner
             .borrow_mut()
             .keys
@@ -494,14 +483,9 @@ impl Memo {
         m.keys.insert(text.to_string(), Rc::new(extracted()));
     }
 
-    /// [`keys::classify`] of one token, memoised (the table [`keys`](Self::keys) fills).
+    /// [`keys::classify`] of one token (memoised there, per thread, across calls).
     pub(crate) fn classify(&self, token: &str) -> Option<KeyKind> {
-        if let Some(k) = self.inner.borrow().tokens.get(token) {
-            return *k;
-        }
-        let k = keys::classify(token);
-        self.inner.borrow_mut().tokens.insert(token.to_string(), k);
-        k
+        keys::classify(token)
     }
 
     /// A sentence's score: from the call's memo, else the cache, else `compute` (then stored
