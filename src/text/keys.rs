@@ -128,7 +128,7 @@ const MEMO_ENTRIES: usize = 1 << 16;
 thread_local! {
     /// [`classify_rules`]' answer for each token seen lately on this thread: the same tokens
     /// come back again and again (a tool output's field values, ids repeated across turns, a
-    /// budget's plans reading the same messages), and each answer costs a regex set's search.
+    /// budget's plans reading the same messages), and each answer costs the rules' regex searches.
     /// A pure function's answers, so nothing depends on what the memo holds.
     static CLASSIFIED: std::cell::RefCell<crate::text::hash::FastMap<Box<str>, Option<KeyKind>>> =
         std::cell::RefCell::default();
