@@ -39,10 +39,8 @@ type Found = Option<(usize, Option<u32>)>;
 /// The conversation's texts as dedup targets, built on the first unit that needs them.
 struct Targets<'v> {
     all_texts: Vec<(usize, &'v str)>,
-    /// Each distinct text's place in `newest`.
-    groups: HashMap<Text<'v>, usize>,
-    /// The newest message holding each distinct text (texts are in message order).
-    newest: Vec<usize>,
+    /// The newest message holding each text.
+    newest: HashMap<Text<'v>, usize>,
     /// The same answer for each of `all_texts` by its address and length: a unit's text is
     /// one of them, found without hashing its bytes a second time.
     newest_at: HashMap<(usize, usize), usize>,
@@ -53,24 +51,15 @@ struct Targets<'v> {
 impl<'v> Targets<'v> {
     fn new(values: &'v [Value], fuzzy: bool) -> Targets<'v> {
         let all_texts = all_texts(values);
-        let mut groups: HashMap<Text<'_>, usize> =
+        let mut newest: HashMap<Text<'_>, usize> =
             HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
-        let mut newest: Vec<usize> = Vec::new();
-        let mut group_of = Vec::with_capacity(all_texts.len());
-        for &(m, t) in &all_texts {
-            let g = *groups.entry(Text(t)).or_insert(newest.len());
-            if g == newest.len() {
-                newest.push(m);
-            } else {
-                newest[g] = m;
-            }
-            group_of.push(g);
+        let mut newest_at: HashMap<(usize, usize), usize> =
+            HashMap::with_capacity_and_hasher(all_texts.len(), Default::default());
+        // Newest first (texts are in message order): a text's first entry is its newest message.
+        for &(m, t) in all_texts.iter().rev() {
+            let n = *newest.entry(Text(t)).or_insert(m);
+            newest_at.insert((t.as_ptr() as usize, t.len()), n);
         }
-        let newest_at = all_texts
-            .iter()
-            .zip(&group_of)
-            .map(|(&(_, t), &g)| ((t.as_ptr() as usize, t.len()), newest[g]))
-            .collect();
         let line_sets = if fuzzy {
             all_texts.iter().map(|&(_, t)| line_set(t)).collect()
         } else {
@@ -78,7 +67,6 @@ impl<'v> Targets<'v> {
         };
         Targets {
             all_texts,
-            groups,
             newest,
             newest_at,
             line_sets,
@@ -90,7 +78,7 @@ impl<'v> Targets<'v> {
         let at = (unit.text.as_ptr() as usize, unit.text.len());
         let newest = match self.newest_at.get(&at) {
             Some(&m) => Some(m),
-            None => self.groups.get(&Text(unit.text)).map(|&g| self.newest[g]),
+            None => self.newest.get(&Text(unit.text)).copied(),
         };
         if let Some(m) = newest.filter(|&m| m > unit.msg) {
             return Some((m, None));
